@@ -1,0 +1,36 @@
+# The two commands of the README: `make run` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# PyTorch's CPU build goes in first so that the project's `torch` requirement is already met
+# and pip never pulls a multi-gigabyte CUDA build onto a machine with no GPU. Elsewhere, point
+# TORCH_INDEX at PyTorch's CPU wheel index (pip's --index-url) if PyPI offers only CUDA builds.
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+RUN_OUT ?= runs/make-run
+PYTEST_ARGS ?=
+
+.PHONY: run test lint manual clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+run: $(VENV)/.installed
+	$(VENV)/bin/gauntlet run --out $(RUN_OUT)
+	$(VENV)/bin/gauntlet report $(RUN_OUT)
+
+test: $(VENV)/.installed
+	bash scripts/test_setup.sh
+	$(VENV)/bin/ruff check src tests
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

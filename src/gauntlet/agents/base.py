@@ -1,0 +1,141 @@
+"""The agent protocol: what an agent gets (`AgentContext`) and what it returns (`AgentResult`).
+
+An agent turns a task's workspace into a submission: whatever the contract's files hold in the
+workspace when it stops. Agents never judge; the runner hands the workspace to the judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gauntlet.errors import UnknownNameError
+from gauntlet.task import Task
+
+AgentStatus = Literal["finished", "budget_exhausted", "timeout", "error"]
+
+
+class Budget(BaseModel):
+    """Limits of one attempt, enforced from outside the agent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    wall_s: float = Field(default=1800, gt=0)
+    """Wall-clock seconds; the agent's process group is killed when they run out."""
+    turns: int = Field(default=0, ge=0)
+    """Model turns or tool iterations (0: the default for the task's level)."""
+    tokens: int = Field(default=0, ge=0)
+    """Input plus output tokens (0: unlimited)."""
+    cost_usd: float = Field(default=0.0, ge=0)
+    """Dollars (0: unlimited)."""
+
+
+class Usage(BaseModel):
+    """What an attempt consumed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    wall_s: float = 0.0
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    tool_calls: int = 0
+
+
+class ModelSettings(BaseModel):
+    """Which model an LLM-driven agent talks to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    base_url: str | None = None
+    temperature: float | None = None
+
+
+class AgentContext(BaseModel):
+    """Everything an agent may use for one attempt."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    task: Task
+    workspace: Path
+    """The isolated folder the agent works in; the submission is read from here."""
+    brief: str
+    """The task brief (`TASK.md`) as the agent sees it."""
+    budget: Budget
+    model: ModelSettings = ModelSettings()
+    device: str = "cpu"
+    """The device the feedback tools judge on."""
+    transcript: Path
+    """Where the agent writes its transcript (JSONL or the CLI's own stream)."""
+    seed: int = 0
+    """A per-attempt seed for the agent's own randomness (never the judge's secret)."""
+
+
+class AgentResult(BaseModel):
+    """How an agent ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: AgentStatus
+    usage: Usage = Usage()
+    message: str = ""
+    """Why it stopped (an error message, 'turn budget exhausted', ...)."""
+    transcript: Path | None = None
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """An agent: one method, `run`."""
+
+    name: str
+
+    def run(self, ctx: AgentContext) -> AgentResult:
+        """Work in `ctx.workspace` until done or out of budget."""
+        ...
+
+
+AgentFactory = Callable[[str], Agent]
+_REGISTRY: dict[str, AgentFactory] = {}
+_F = TypeVar("_F", bound=AgentFactory)
+
+
+def agent(name: str) -> Callable[[_F], _F]:
+    """Register an agent factory under `name`; the factory gets the argument after ':'."""
+
+    def register(factory: _F) -> _F:
+        if name in _REGISTRY:
+            raise ValueError(f"agent '{name}' is registered twice")
+        _REGISTRY[name] = factory
+        return factory
+
+    return register
+
+
+def agent_names() -> list[str]:
+    """Names of every registered agent."""
+    _load_builtin_agents()
+    return sorted(_REGISTRY)
+
+
+def make_agent(spec: str) -> Agent:
+    """Build an agent from `name` or `name:argument` (e.g. `replay:DIR`)."""
+    _load_builtin_agents()
+    name, _, argument = spec.partition(":")
+    if name not in _REGISTRY:
+        raise UnknownNameError("agent", name, sorted(_REGISTRY), "see 'gauntlet agents'")
+    return _REGISTRY[name](argument)
+
+
+def _load_builtin_agents() -> None:
+    # Importing each module runs its @agent decorator; the module list lives in agents/__init__.
+    from gauntlet.agents import BUILTIN_AGENT_MODULES
+
+    import importlib
+
+    for module in BUILTIN_AGENT_MODULES:
+        importlib.import_module(f"gauntlet.agents.{module}")

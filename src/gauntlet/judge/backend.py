@@ -1,0 +1,85 @@
+"""The seam between the judge's pipeline and each submission language.
+
+The pipeline (`pipeline.py`) runs the gates in order and turns their outcomes into a `Verdict`;
+a `Backend` does the language-specific work of each gate: Python (Triton, PyTorch, CUDA through
+PyTorch) in `python_backend.py`, accelerator assembly in `asm_backend.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from gauntlet.judge.verdict import ConfigResult, Mode
+from gauntlet.task import Config, Task
+
+Failure = Literal["timeout", "crash", "rejected"]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The submission's files, read once from where the agent left them."""
+
+    files: dict[str, str]
+    """File name (as in the contract) -> text."""
+    source_dir: Path
+    """Where they were read from (for messages only: the judge works from `files`)."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """The outcome of the build gate."""
+
+    ok: bool
+    reason: str = ""
+    """The compiler's diagnostics, cut to what the agent needs, when not ok."""
+    log: str = ""
+    artifact: Path | None = None
+    """A folder holding what evaluation needs (the submission's files, compiled objects)."""
+
+
+@dataclass
+class Evaluation:
+    """What a backend's evaluation of some configs produced."""
+
+    results: list[ConfigResult] = field(default_factory=list)
+    """One per config, in the order given; `correct=None` for configs never reached."""
+    failure: Failure | None = None
+    """Set when the submission's process died, hung or was caught cheating mid-evaluation."""
+    reason: str = ""
+    """Why, when `failure` is set."""
+    stdout: str = ""
+    stderr: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What to evaluate: which configs, on what device, with which seed, timed or not."""
+
+    task: Task
+    build: BuildResult
+    configs: list[Config]
+    device: str
+    seed: int
+    """Derived from the run's secret seed; trials draw their inputs from it."""
+    mode: Mode
+    timed: bool
+    workdir: Path
+
+
+class Backend(Protocol):
+    """The language-specific half of the judge."""
+
+    def guard(self, task: Task, submission: Submission) -> str | None:
+        """Static exploit checks on the source; the reason for rejection, or None."""
+        ...
+
+    def build(self, task: Task, submission: Submission, workdir: Path, device: str) -> BuildResult:
+        """Build the submission (compile, assemble) in a separate process where that runs code."""
+        ...
+
+    def evaluate(self, request: EvalRequest) -> Evaluation:
+        """Check correctness (and, if `timed`, time) the configs; never raises for bad code."""
+        ...

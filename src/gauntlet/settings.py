@@ -1,0 +1,36 @@
+"""Every environment variable Kernel Gauntlet reads, declared once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Root of the shipped task suite; overridable to point at another suite folder.
+TASKS_DIR = Path(os.environ.get("GAUNTLET_TASKS_DIR", Path(__file__).resolve().parents[2] / "tasks"))
+
+#: Where build artifacts are cached by content hash.
+CACHE_DIR = Path(os.environ.get("GAUNTLET_CACHE_DIR", Path.home() / ".cache" / "kernel-gauntlet"))
+
+#: Environment variables a worker process keeps; everything else is scrubbed.
+WORKER_ENV_KEEP = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LD_LIBRARY_PATH",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "TRITON_CACHE_DIR",
+    "TORCH_EXTENSIONS_DIR",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+)
+
+
+def env_flag(name: str) -> bool:
+    """Whether a boolean environment variable is set to a true value."""
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}

@@ -1,0 +1,170 @@
+"""The run directory: `run.json`, append-only `attempts.jsonl`, and `attempts/<attempt_id>/`.
+
+Every line of `attempts.jsonl` is one `AttemptRecord` with `kind` and `schema_version`, appended
+and flushed (and fsynced) as soon as its attempt ends, so killing the orchestrator at any moment
+loses no finished attempt. A torn last line (the process died mid-write) is skipped on reading.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gauntlet.agents.base import Budget, Usage
+from gauntlet.errors import RecordError
+from gauntlet.judge.verdict import Status, Verdict
+
+logger = logging.getLogger(__name__)
+
+RECORD_SCHEMA_VERSION = 1
+AttemptStatus = Status | Literal["agent_error"]
+
+
+def now() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+class RunInfo(BaseModel):
+    """`run.json`: how the run was configured and where it ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["run"] = "run"
+    schema_version: int = RECORD_SCHEMA_VERSION
+    run_id: str
+    created_at: datetime
+    suite: str | None = None
+    task_ids: list[str]
+    agents: list[str]
+    model: str | None = None
+    device: str
+    attempts: int = 1
+    budget: Budget
+    seed_hash: str
+    """sha256 of the run's secret seed: proves which seed was used without revealing it."""
+    environment: dict[str, str] = Field(default_factory=dict)
+    """Python, library versions, git revision, host, device and driver."""
+
+
+class AttemptRecord(BaseModel):
+    """One finished attempt: one agent on one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["attempt"] = "attempt"
+    schema_version: int = RECORD_SCHEMA_VERSION
+    run_id: str
+    attempt_id: str
+    """`<task id with / as __>--<agent>--<index>`: stable, so resume can skip it."""
+    task_id: str
+    track: str
+    level: int
+    platform: str | None = None
+    agent: str
+    model: str | None = None
+    index: int = 0
+    """Which of the `--attempts K` repetitions this is."""
+    status: AttemptStatus
+    reason: str = ""
+    verdict: Verdict | None = None
+    usage: Usage = Usage()
+    agent_status: str = ""
+    """How the agent ended (`finished`, `budget_exhausted`, `timeout`, `error`)."""
+    agent_message: str = ""
+    started_at: datetime
+    finished_at: datetime
+    workspace_changes: dict[str, str] = Field(default_factory=dict)
+    """Path -> `added` / `modified` / `deleted`, against the workspace as built."""
+    submission_files: list[str] = Field(default_factory=list)
+    """Files of the submission kept under `attempts/<attempt_id>/submission/`."""
+
+
+def attempt_id_for(task_id: str, agent: str, index: int) -> str:
+    """The stable id of an attempt."""
+    safe_agent = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in agent)
+    return f"{task_id.replace('/', '__')}--{safe_agent}--{index}"
+
+
+class RunStore:
+    """A run directory, for writing and reading."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def attempts_path(self) -> Path:
+        """The append-only attempt log."""
+        return self.root / "attempts.jsonl"
+
+    def attempt_dir(self, attempt_id: str) -> Path:
+        """The folder of one attempt's files."""
+        return self.root / "attempts" / attempt_id
+
+    def create(self, info: RunInfo) -> None:
+        """Create the directory and write `run.json` (refuses to overwrite another run)."""
+        if (self.root / "run.json").exists():
+            raise RecordError(
+                f"run directory '{self.root}' already holds a run; use '--resume {self.root}' "
+                "to continue it or choose another '--out'"
+            )
+        try:
+            (self.root / "attempts").mkdir(parents=True, exist_ok=True)
+            (self.root / "run.json").write_text(info.model_dump_json(indent=2) + "\n")
+            self.attempts_path.touch()
+        except OSError as err:
+            raise RecordError(f"cannot write run directory '{self.root}': {err}") from err
+
+    def info(self) -> RunInfo:
+        """Read `run.json`."""
+        path = self.root / "run.json"
+        try:
+            return RunInfo.model_validate_json(path.read_text())
+        except FileNotFoundError as err:
+            raise RecordError(f"'{self.root}' is not a run directory (no run.json)") from err
+        except ValidationError as err:
+            raise RecordError(f"{path}: not a valid run record: {err}") from err
+
+    def append(self, record: AttemptRecord) -> None:
+        """Append one attempt and make it durable before returning."""
+        line = record.model_dump_json() + "\n"
+        try:
+            with self.attempts_path.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as err:
+            raise RecordError(f"cannot append to '{self.attempts_path}': {err}") from err
+
+    def attempts(self) -> list[AttemptRecord]:
+        """Every recorded attempt, in order; a torn final line is skipped with a warning."""
+        if not self.attempts_path.exists():
+            raise RecordError(f"'{self.root}' is not a run directory (no attempts.jsonl)")
+        lines = self.attempts_path.read_text(encoding="utf-8").splitlines()
+        records: list[AttemptRecord] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(read_record(line))
+            except (ValidationError, json.JSONDecodeError) as err:
+                if number == len(lines):
+                    logger.warning("%s:%d: skipping a torn last line", self.attempts_path, number)
+                    continue
+                raise RecordError(f"{self.attempts_path}:{number}: invalid record: {err}") from err
+        return records
+
+    def done_ids(self) -> set[str]:
+        """Ids of attempts already recorded (for `--resume`)."""
+        return {r.attempt_id for r in self.attempts()}
+
+
+def read_record(line: str) -> AttemptRecord:
+    """Parse one JSONL line, migrating older schema versions here (none yet)."""
+    return AttemptRecord.model_validate_json(line)

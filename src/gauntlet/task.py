@@ -1,0 +1,514 @@
+"""Task folders: the `task.toml` models, their loading and validation.
+
+A task folder holds `task.toml` and the files it names. It is read once, here, into frozen
+pydantic models; every later stage receives these models, never the TOML. A malformed task fails
+with the file, the key and what was expected (`TaskFormatError`).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+import tomllib
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from gauntlet import expr
+from gauntlet.errors import TaskFormatError
+
+Track = Literal["triton2triton", "cuda2cuda", "torch2triton", "torch2cuda", "accel"]
+Language = Literal["triton", "cuda", "torch", "asm"]
+ParamValue = int | float | str | bool
+
+TRACKS: tuple[str, ...] = Track.__args__  # type: ignore[attr-defined]
+
+#: Input distributions the judge knows by name; `make_inputs` receives one of them.
+DISTRIBUTIONS = ("normal", "uniform", "scaled", "heavy_tailed", "special", "ones", "integers")
+
+#: Bytes per element of the dtypes task configs may name, for roofline expressions (`itemsize`).
+ITEMSIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+}
+
+#: Default floor of the relative L2 error bound per dtype, when a task states none.
+DEFAULT_MIN_REL_L2 = {"float64": 1e-12, "float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+
+#: What each track's submission is written in, and where it runs by default.
+TRACK_LANGUAGE: dict[str, Language] = {
+    "triton2triton": "triton",
+    "torch2triton": "triton",
+    "cuda2cuda": "cuda",
+    "torch2cuda": "cuda",
+    "accel": "asm",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Config(_Model):
+    """One concrete instance of a task: its name and parameters (shapes, dtype, hardware)."""
+
+    name: str
+    """Short name, unique within the task (`C1`, `H3`, `drawn-2`)."""
+    params: dict[str, ParamValue]
+    """Shapes, dtype and other parameters, as `make_inputs` and the expressions see them."""
+    hidden: bool = False
+    """Whether the agent never sees this config."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_params(cls, data: Any) -> Any:
+        # In task.toml a config is written flat (`{name = "C1", rows = 64}`): every key but
+        # `name` is a parameter.
+        if isinstance(data, Mapping) and "params" not in data:
+            data = dict(data)
+            fields = {"name": data.pop("name", None), "hidden": data.pop("hidden", False)}
+            return {**fields, "params": data}
+        return data
+
+    @property
+    def dtype(self) -> str:
+        """The config's main dtype (`float32` unless the config names one)."""
+        return str(self.params.get("dtype", "float32"))
+
+    def variables(self) -> dict[str, ParamValue]:
+        """The names expressions may use: the parameters plus `itemsize` of the dtype."""
+        return {**self.params, "itemsize": ITEMSIZE.get(self.dtype, 4)}
+
+    def label(self) -> str:
+        """A one-line description for tables and messages."""
+        shown = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.name} ({shown})"
+
+
+class CodeRef(_Model):
+    """A function in one of the task's Python files."""
+
+    file: str
+    """Path relative to the task folder."""
+    entry: str
+    """Name of the function (or class) in that file."""
+
+
+class InputsSpec(CodeRef):
+    """The input generator: `make_inputs(config: dict, seed: int, distribution: str)`."""
+
+    entry: str = "make_inputs"
+    distributions: list[str] = Field(default_factory=lambda: ["normal"], min_length=1)
+    """Input distributions every config is checked under."""
+
+    @field_validator("distributions")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [d for d in value if d not in DISTRIBUTIONS]
+        if unknown:
+            raise ValueError(f"unknown distribution {unknown} (known: {', '.join(DISTRIBUTIONS)})")
+        return value
+
+
+class SubmissionSpec(_Model):
+    """The submission contract: the files the agent must leave and the entry point."""
+
+    files: list[str] = Field(min_length=1)
+    """Files the agent must leave in its workspace (relative paths)."""
+    entry: str
+    """The function the judge calls (Python); for `asm` the program's label or file name."""
+    language: Language
+    template: str | None = None
+    """Task file copied into the workspace as the submission's starting point."""
+    max_bytes: int = Field(default=200_000, gt=0)
+    """Largest accepted size of one submission file."""
+
+
+class Domain(_Model):
+    """How one parameter of a drawn hidden config is chosen."""
+
+    min: int | None = None
+    max: int | None = None
+    values: list[ParamValue] | None = None
+    multiple_of: int = 1
+    """Drawn integers are multiples of this (1: any, so odd and unaligned sizes come up)."""
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Domain:
+        ranged = self.min is not None and self.max is not None
+        if ranged == (self.values is not None):
+            raise ValueError("give either both 'min' and 'max', or 'values'")
+        if ranged and self.min > self.max:  # type: ignore[operator]
+            raise ValueError(f"'min' ({self.min}) is above 'max' ({self.max})")
+        if self.values is not None and not self.values:
+            raise ValueError("'values' is empty")
+        return self
+
+    def draw(self, rng: random.Random) -> ParamValue:
+        """One value; integer ranges are drawn log-uniformly so small and large sizes both come."""
+        if self.values is not None:
+            return rng.choice(self.values)
+        low, high = max(int(self.min), 1), int(self.max)  # type: ignore[arg-type]
+        value = round(math.exp(rng.uniform(math.log(low), math.log(high))))
+        value = max(low, min(high, value))
+        return max(low, (value // self.multiple_of) * self.multiple_of) if self.multiple_of > 1 else value
+
+
+class HiddenSpec(_Model):
+    """Hidden configs: a fixed held-out set plus configs drawn from a domain per run."""
+
+    fixed: list[Config] = Field(default_factory=list)
+    domain: dict[str, Domain] = Field(default_factory=dict)
+    """Per-parameter domains; parameters not named keep the first visible config's value."""
+    count: int = Field(default=2, ge=0)
+    """How many configs are drawn from the domain per run."""
+    constraint: str | None = None
+    """An expression over the parameters that every drawn config must satisfy."""
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> HiddenSpec:
+        if not self.fixed and not (self.domain and self.count):
+            raise ValueError("hidden configs need 'fixed' configs or a 'domain' with 'count' > 0")
+        return self
+
+
+class ConfigsSpec(_Model):
+    """Visible and hidden configs."""
+
+    visible: list[Config] = Field(min_length=1, max_length=8)
+    hidden: HiddenSpec
+
+
+class Tolerance(_Model):
+    """The stated bound for one dtype: |out - ref| <= atol + rtol * |ref| element-wise."""
+
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+    min_rel_l2: float | None = Field(default=None, ge=0)
+    """Floor of the relative L2 bound (default per dtype); the bound is
+    max(floor, margin x the baseline's own relative L2 error), and never above `max_rel_l2`."""
+    max_rel_l2: float | None = Field(default=None, ge=0)
+    """The stated ceiling of the relative L2 error (default: no ceiling beyond atol/rtol)."""
+
+
+class ToleranceSpec(_Model):
+    """Per-dtype tolerances and the margin over the baseline's own error."""
+
+    margin: float = Field(default=8.0, ge=1)
+    dtypes: dict[str, Tolerance] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, data: Any) -> Any:
+        # Written flat in task.toml: `[tolerance] margin = 8` and `[tolerance.float32] ...`.
+        if isinstance(data, Mapping) and "dtypes" not in data:
+            data = dict(data)
+            margin = data.pop("margin", 8.0)
+            return {"margin": margin, "dtypes": data}
+        return data
+
+
+class RooflineSpec(_Model):
+    """The speed-of-light model: flops and bytes as expressions of the config."""
+
+    flops: str
+    bytes: str
+    matrix: bool = False
+    """Whether the flops run on the matrix units (tensor cores) rather than the vector units."""
+
+    @field_validator("flops", "bytes")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        expr.parse(value)
+        return value
+
+
+class BackwardSpec(_Model):
+    """A backward task: gradients of these inputs are checked."""
+
+    wrt: list[str] = Field(min_length=1)
+    """Names of the inputs (from `make_inputs`) whose gradients must match."""
+
+
+class ExpertSpec(_Model):
+    """The shipped expert solution: submission file name -> path in the task folder."""
+
+    files: dict[str, str] = Field(min_length=1)
+
+
+class BudgetSpec(_Model):
+    """A task's default agent budget."""
+
+    wall_s: float = Field(default=1800, gt=0)
+    turns: int = Field(default=0, ge=0)
+    """Iteration budget (0: the default for the task's level)."""
+
+
+class DeterminismSpec(_Model):
+    """How equal two calls on the same input must be."""
+
+    bitwise: bool = True
+    bound: float = Field(default=0.0, ge=0)
+    """Largest allowed max-abs difference when `bitwise` is false (atomics)."""
+
+
+class TaskSpec(_Model):
+    """The content of `task.toml`."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*(/[a-z0-9][a-z0-9_\-]*)+$")
+    track: Track
+    title: str = Field(min_length=1)
+    level: Literal[1, 2, 3]
+    description: str = Field(min_length=20)
+    platform: str | None = None
+    """For `accel`: the simulated platform (`npu`, `rvv`)."""
+    devices: list[str] | None = None
+    """Device kinds the task runs on (`cpu`, `cuda`, `sim:npu`); default from the track."""
+    reference: CodeRef
+    inputs: InputsSpec
+    baseline: CodeRef | None = None
+    """The kernel speedups are measured against; `None` for `torch2*` (the reference is)."""
+    submission: SubmissionSpec
+    configs: ConfigsSpec
+    tolerance: ToleranceSpec
+    roofline: RooflineSpec
+    backward: BackwardSpec | None = None
+    expert: ExpertSpec | None = None
+    budget: BudgetSpec = BudgetSpec()
+    knobs: dict[str, list[ParamValue]] = Field(default_factory=dict)
+    """Tuning knobs (name -> values) for the autotune agent."""
+    allowed_calls: list[str] = Field(default_factory=list)
+    """Library calls the static guards allow although they could do the task's work."""
+    trials: int = Field(default=2, ge=1, le=16)
+    """Trials per config and distribution, each on fresh inputs."""
+    determinism: DeterminismSpec = DeterminismSpec()
+    timeout_s: float = Field(default=120, gt=0)
+    """Wall-clock limit of one config's checks in the worker."""
+    memory_limit_mb: int = Field(default=4096, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskSpec:
+        if (self.track == "accel") != (self.platform is not None):
+            raise ValueError("'platform' is required for track 'accel' and only allowed there")
+        expected = TRACK_LANGUAGE[self.track]
+        if self.submission.language != expected:
+            raise ValueError(
+                f"track '{self.track}' takes submissions in '{expected}', "
+                f"not '{self.submission.language}'"
+            )
+        if self.baseline is None and not self.track.startswith("torch2"):
+            raise ValueError(f"track '{self.track}' needs a [baseline]")
+        names = [c.name for c in self.configs.visible + self.configs.hidden.fixed]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"config names must be unique; repeated: {', '.join(dup)}")
+        return self
+
+    def device_kinds(self) -> list[str]:
+        """Device kinds this task can be judged on."""
+        if self.devices is not None:
+            return self.devices
+        if self.track == "accel":
+            return [f"sim:{self.platform}"]
+        if self.submission.language == "triton":
+            return ["cpu", "cuda"]
+        return ["cuda"]
+
+
+class Task(BaseModel):
+    """A loaded task: its spec and the folder it lives in."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    spec: TaskSpec
+    root: Path
+
+    @property
+    def task_id(self) -> str:
+        """The task's id (`triton/softmax`)."""
+        return self.spec.id
+
+    def path(self, relative: str) -> Path:
+        """A file of the task."""
+        return self.root / relative
+
+    @cached_property
+    def visible_configs(self) -> list[Config]:
+        """The configs shown to the agent."""
+        return list(self.spec.configs.visible)
+
+    def hidden_configs(self, seed: int) -> list[Config]:
+        """The fixed hidden configs plus those drawn from the domain with `seed`."""
+        hidden = self.spec.configs.hidden
+        fixed = [c.model_copy(update={"hidden": True}) for c in hidden.fixed]
+        return fixed + draw_configs(self, seed, hidden.count)
+
+    def configs(self, which: Literal["visible", "hidden", "all"], seed: int) -> list[Config]:
+        """Configs by visibility."""
+        if which == "visible":
+            return self.visible_configs
+        if which == "hidden":
+            return self.hidden_configs(seed)
+        return self.visible_configs + self.hidden_configs(seed)
+
+
+def draw_configs(task: Task, seed: int, count: int) -> list[Config]:
+    """Draw `count` hidden configs from the task's domain, deterministically in `seed`."""
+    hidden = task.spec.configs.hidden
+    if not hidden.domain or count == 0:
+        return []
+    rng = random.Random(f"{task.task_id}:{seed}")
+    base = task.spec.configs.visible[0].params
+    seen = {tuple(sorted(c.params.items())) for c in task.spec.configs.visible}
+    drawn: list[Config] = []
+    for _ in range(200 * count):
+        params = dict(base)
+        params.update({name: dom.draw(rng) for name, dom in hidden.domain.items()})
+        key = tuple(sorted(params.items()))
+        variables = {**params, "itemsize": ITEMSIZE.get(str(params.get("dtype", "float32")), 4)}
+        if key in seen or (hidden.constraint and not expr.evaluate(hidden.constraint, variables)):
+            continue
+        seen.add(key)
+        drawn.append(Config(name=f"drawn-{len(drawn) + 1}", params=params, hidden=True))
+        if len(drawn) == count:
+            break
+    return drawn
+
+
+def load_task(folder: Path | str, expected_id: str | None = None) -> Task:
+    """Load and validate a task folder; raises TaskFormatError naming file, key and problem."""
+    root = Path(folder).resolve()
+    toml_path = root / "task.toml"
+    if not toml_path.is_file():
+        raise TaskFormatError(str(toml_path), "", "no task.toml in this folder")
+    try:
+        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise TaskFormatError(str(toml_path), "", f"not valid TOML: {err}") from err
+    except UnicodeDecodeError as err:
+        raise TaskFormatError(str(toml_path), "", "not UTF-8 text") from err
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "missing":
+            message = "required key is missing"
+        elif first["type"] == "extra_forbidden":
+            message = "unknown key (not part of the task format)"
+        elif "input" in first and first["type"] not in {"value_error", "assertion_error"}:
+            message += f" (found {first['input']!r})"
+        more = len(err.errors()) - 1
+        raise TaskFormatError(
+            str(toml_path), key, message + (f" (and {more} more problems)" if more else "")
+        ) from err
+    task = Task(spec=spec, root=root)
+    _check_files(task, toml_path)
+    _check_expressions(task, toml_path)
+    if expected_id is not None and spec.id != expected_id:
+        raise TaskFormatError(
+            str(toml_path), "id", f"expected '{expected_id}' (the folder's path in the suite)"
+        )
+    return task
+
+
+def _check_files(task: Task, toml_path: Path) -> None:
+    spec = task.spec
+    refs: list[tuple[str, CodeRef]] = [("reference", spec.reference), ("inputs", spec.inputs)]
+    if spec.baseline is not None:
+        refs.append(("baseline", spec.baseline))
+    for key, ref in refs:
+        path = _existing(task, toml_path, f"{key}.file", ref.file)
+        if path.suffix == ".py" and ref.entry not in _top_level_names(path, toml_path, key):
+            raise TaskFormatError(
+                str(toml_path), f"{key}.entry", f"no function or class '{ref.entry}' in {ref.file}"
+            )
+    if spec.submission.template is not None:
+        _existing(task, toml_path, "submission.template", spec.submission.template)
+    if spec.expert is not None:
+        for name, rel in spec.expert.files.items():
+            if name not in spec.submission.files:
+                raise TaskFormatError(
+                    str(toml_path),
+                    f"expert.files.{name}",
+                    f"not a submission file (expected one of {spec.submission.files})",
+                )
+            _existing(task, toml_path, f"expert.files.{name}", rel)
+
+
+def _existing(task: Task, toml_path: Path, key: str, relative: str) -> Path:
+    path = (task.root / relative).resolve()
+    if not path.is_relative_to(task.root):
+        raise TaskFormatError(str(toml_path), key, f"'{relative}' points outside the task folder")
+    if not path.is_file():
+        raise TaskFormatError(str(toml_path), key, f"file '{relative}' does not exist")
+    return path
+
+
+def _top_level_names(path: Path, toml_path: Path, key: str) -> set[str]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as err:
+        raise TaskFormatError(
+            str(path), f"line {err.lineno}", f"{key} file is not valid Python: {err.msg}"
+        ) from err
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
+def _check_expressions(task: Task, toml_path: Path) -> None:
+    spec = task.spec
+    configs: Iterable[Config] = spec.configs.visible + spec.configs.hidden.fixed
+    exprs = {"roofline.flops": spec.roofline.flops, "roofline.bytes": spec.roofline.bytes}
+    if spec.configs.hidden.constraint:
+        exprs["configs.hidden.constraint"] = spec.configs.hidden.constraint
+    for config in configs:
+        variables = config.variables()
+        for key, source in exprs.items():
+            missing = expr.names(source) - set(variables)
+            if missing:
+                raise TaskFormatError(
+                    str(toml_path),
+                    key,
+                    f"'{source}' uses {sorted(missing)}, which config '{config.name}' does not set",
+                )
+        if config.dtype not in spec.tolerance.dtypes and spec.track != "accel":
+            raise TaskFormatError(
+                str(toml_path),
+                "tolerance",
+                f"no tolerance for dtype '{config.dtype}' of config '{config.name}'",
+            )
+    for name, domain in spec.configs.hidden.domain.items():
+        if name == "dtype" and domain.values is not None:
+            for dtype in domain.values:
+                if dtype not in spec.tolerance.dtypes and spec.track != "accel":
+                    raise TaskFormatError(
+                        str(toml_path),
+                        f"configs.hidden.domain.{name}",
+                        f"dtype '{dtype}' may be drawn but has no [tolerance.{dtype}]",
+                    )
