@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 #: Root of the shipped task suite; overridable to point at another suite folder.
-TASKS_DIR = Path(os.environ.get("GAUNTLET_TASKS_DIR", Path(__file__).resolve().parents[2] / "tasks"))
+TASKS_DIR = Path(
+    os.environ.get("GAUNTLET_TASKS_DIR", Path(__file__).resolve().parents[2] / "tasks")
+)
 
 #: Where build artifacts are cached by content hash.
 CACHE_DIR = Path(os.environ.get("GAUNTLET_CACHE_DIR", Path.home() / ".cache" / "kernel-gauntlet"))

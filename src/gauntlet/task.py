@@ -170,7 +170,11 @@ class Domain(_Model):
         low, high = max(int(self.min), 1), int(self.max)  # type: ignore[arg-type]
         value = round(math.exp(rng.uniform(math.log(low), math.log(high))))
         value = max(low, min(high, value))
-        return max(low, (value // self.multiple_of) * self.multiple_of) if self.multiple_of > 1 else value
+        return (
+            max(low, (value // self.multiple_of) * self.multiple_of)
+            if self.multiple_of > 1
+            else value
+        )
 
 
 class HiddenSpec(_Model):

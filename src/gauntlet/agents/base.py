@@ -133,9 +133,9 @@ def make_agent(spec: str) -> Agent:
 
 def _load_builtin_agents() -> None:
     # Importing each module runs its @agent decorator; the module list lives in agents/__init__.
-    from gauntlet.agents import BUILTIN_AGENT_MODULES
-
     import importlib
+
+    from gauntlet.agents import BUILTIN_AGENT_MODULES
 
     for module in BUILTIN_AGENT_MODULES:
         importlib.import_module(f"gauntlet.agents.{module}")

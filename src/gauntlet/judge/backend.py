@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from gauntlet.judge.verdict import ConfigResult, Mode
 from gauntlet.task import Config, Task
 
-Failure = Literal["timeout", "crash", "rejected"]
+Failure = Literal["build_error", "timeout", "crash", "rejected"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,125 @@
+"""Comparing a candidate's outputs with the float64 reference, in the trusted orchestrator."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gauntlet.task import DEFAULT_MIN_REL_L2, Tolerance, ToleranceSpec
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass
+class Comparison:
+    """How one output tensor compares with its reference."""
+
+    ok: bool
+    reason: str
+    max_abs_err: float
+    max_rel_err: float
+    rel_l2_err: float
+    rel_l2_bound: float
+    match_fraction: float
+
+
+def rel_l2_bound(spec: ToleranceSpec, dtype: str, baseline_rel_l2: float) -> float:
+    """The relative L2 bound: margin x the baseline's error, floored, capped by the ceiling."""
+    tol = tolerance_for(spec, dtype)
+    floor = tol.min_rel_l2 if tol.min_rel_l2 is not None else DEFAULT_MIN_REL_L2.get(dtype, 1e-5)
+    bound = max(floor, spec.margin * baseline_rel_l2) if math.isfinite(baseline_rel_l2) else floor
+    return min(bound, tol.max_rel_l2) if tol.max_rel_l2 is not None else bound
+
+
+def tolerance_for(spec: ToleranceSpec, dtype: str) -> Tolerance:
+    """The task's stated tolerance for a dtype (the loader guarantees every used dtype has one)."""
+    return spec.dtypes[dtype]
+
+
+def compare(
+    candidate: torch.Tensor,
+    reference: torch.Tensor,
+    tol: Tolerance,
+    l2_bound: float,
+    what: str,
+) -> Comparison:
+    """Element-wise atol/rtol check plus the relative L2 bound, all in float64."""
+    import torch
+
+    cand = candidate.to(torch.float64)
+    ref = reference.to(torch.float64)
+    total = max(ref.numel(), 1)
+    ref_finite = torch.isfinite(ref)
+    cand_finite = torch.isfinite(cand)
+    # Non-finite values must match exactly where the reference has them; NaN or Inf anywhere
+    # else is wrong whatever the tolerance.
+    same_special = (~ref_finite) & ((cand.isnan() & ref.isnan()) | (cand == ref))
+    diff = (cand - ref).abs()
+    allowed = tol.atol + tol.rtol * ref.abs()
+    within = torch.where(ref_finite, cand_finite & (diff <= allowed), same_special)
+    match_fraction = float(within.sum()) / total
+    finite_both = ref_finite & cand_finite
+    max_abs = float(diff[finite_both].max()) if bool(finite_both.any()) else 0.0
+    rel = diff / ref.abs().clamp_min(1e-30)
+    max_rel = float(rel[finite_both].max()) if bool(finite_both.any()) else 0.0
+    ref_f = torch.where(ref_finite, ref, torch.zeros_like(ref))
+    cand_f = torch.where(ref_finite, cand, torch.zeros_like(cand))
+    denom = float(torch.linalg.vector_norm(ref_f))
+    num = float(torch.linalg.vector_norm(cand_f - ref_f))
+    rel_l2 = (num / denom if denom > 0 else num) if math.isfinite(num) else math.inf
+    if not bool(within.all()):
+        bad = (~within).reshape(-1).nonzero()[0].item()
+        index = tuple(int(i) for i in _unravel(int(bad), tuple(ref.shape)))
+        expected = float(ref.reshape(-1)[int(bad)])
+        found = float(cand.reshape(-1)[int(bad)])
+        kind = "non-finite value" if not math.isfinite(found) else "mismatch"
+        wrong = total - int(within.sum())
+        reason = (
+            f"{what}: {kind} at index {list(index)}: expected {expected:.6g}, found {found:.6g} "
+            f"(atol {tol.atol:g}, rtol {tol.rtol:g}); {wrong} of {total} elements wrong"
+        )
+        return Comparison(False, reason, max_abs, max_rel, rel_l2, l2_bound, match_fraction)
+    if rel_l2 > l2_bound:
+        reason = (
+            f"{what}: relative L2 error {rel_l2:.3g} is above the bound {l2_bound:.3g} "
+            "(the baseline's own error times the task's margin): lower precision than allowed?"
+        )
+        return Comparison(False, reason, max_abs, max_rel, rel_l2, l2_bound, match_fraction)
+    return Comparison(True, "", max_abs, max_rel, rel_l2, l2_bound, match_fraction)
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
+    index = []
+    for dim in reversed(shape):
+        index.append(flat % dim if dim else 0)
+        flat //= dim if dim else 1
+    return list(reversed(index))
+
+
+def check_meta(expected: dict[str, Any], found: dict[str, Any], device: str) -> str | None:
+    """Compare the output's container and each item's type, dtype, shape, device, layout."""
+    if expected.get("container") != found.get("container") and not (
+        expected.get("container") in ("tuple", "list")
+        and found.get("container") in ("tuple", "list")
+    ):
+        want = "a single tensor" if expected.get("container") is None else "a tuple of tensors"
+        return f"expected {want}, got {found.get('container') or found['items'][0]['type']}"
+    want_items, got_items = expected["items"], found["items"]
+    if len(want_items) != len(got_items):
+        return f"expected {len(want_items)} outputs, got {len(got_items)}"
+    device_kind = device.split(":")[0]
+    for i, (want, got) in enumerate(zip(want_items, got_items, strict=True)):
+        label = f"output {i}" if len(want_items) > 1 else "output"
+        if not got["exact"]:
+            return (
+                f"{label} is a {got['type']}, not a plain torch.Tensor "
+                "(subclasses and lazy wrappers are not accepted)"
+            )
+        for key in ("dtype", "shape", "layout"):
+            if want.get(key) != got.get(key):
+                return f"{label} has {key} {got.get(key)}, expected {want.get(key)}"
+        if got.get("device") != device_kind:
+            return f"{label} is on device {got.get('device')}, expected {device_kind}"
+    return None

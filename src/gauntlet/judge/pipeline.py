@@ -1,0 +1,293 @@
+"""`judge(task, submission_dir, ...) -> Verdict`: the gates of JUDGE.md, in order.
+
+1. contract: the files exist, are within size limits, are UTF-8 text;
+2. guards: static exploit checks on the source;
+3. build: compile or assemble (in a separate process where that runs code);
+4. correctness on visible configs, then on hidden configs;
+5. timing (visible, and hidden for the generalization figures) where the device is timed;
+6. roofline: a time below the speed-of-light floor is impossible, so it is rejected.
+
+Each gate that fails stops the pipeline with its reason; later gates are recorded as skipped.
+Feedback mode (what agents call while they work) runs on visible configs only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
+from gauntlet.judge.verdict import (
+    GATES,
+    ConfigResult,
+    Gate,
+    GateName,
+    Mode,
+    Status,
+    Verdict,
+)
+from gauntlet.task import Task
+
+logger = logging.getLogger(__name__)
+
+ConfigSet = Literal["visible", "hidden", "all"]
+
+#: Slack under the speed-of-light time before a measurement counts as impossible (noise).
+ROOFLINE_SLACK = 0.9
+
+
+def backend_for(task: Task) -> Backend:
+    """The backend of a task's submission language."""
+    if task.spec.submission.language == "asm":
+        from gauntlet.judge.asm_backend import AsmBackend
+
+        return AsmBackend()
+    from gauntlet.judge.python_backend import PythonBackend
+
+    return PythonBackend()
+
+
+def device_is_timed(device: str) -> bool:
+    """Whether verdicts on this device carry times (GPUs, and simulators in cycles)."""
+    return device.startswith(("cuda", "rocm", "sim:"))
+
+
+def read_submission(task: Task, folder: Path) -> tuple[Submission | None, str]:
+    """Read the contract's files; (None, reason) when one is missing, too large or not text."""
+    files: dict[str, str] = {}
+    spec = task.spec.submission
+    for name in spec.files:
+        path = folder / name
+        if not path.is_file():
+            return None, f"the contract's file '{name}' is missing from {folder}"
+        size = path.stat().st_size
+        if size > spec.max_bytes:
+            return None, f"'{name}' is {size} bytes, over the limit of {spec.max_bytes}"
+        if size == 0:
+            return None, f"'{name}' is empty"
+        try:
+            files[name] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None, f"'{name}' is not UTF-8 text"
+        if "\x00" in files[name]:
+            return None, f"'{name}' holds NUL bytes: not text"
+    return Submission(files=files, source_dir=folder), ""
+
+
+def digest(files: dict[str, str]) -> str:
+    """sha256 over the submission's files, by name."""
+    hasher = hashlib.sha256()
+    for name in sorted(files):
+        hasher.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    return hasher.hexdigest()
+
+
+class _Verdicts:
+    """Builds a Verdict gate by gate."""
+
+    def __init__(self, task: Task, device: str, mode: Mode) -> None:
+        self.task = task
+        self.device = device
+        self.mode = mode
+        self.gates: list[Gate] = []
+        self.started = time.monotonic()
+        self.gate_started = self.started
+
+    def passed(self, name: GateName) -> None:
+        self.gates.append(Gate(name=name, state="passed", duration_s=self._lap()))
+
+    def skipped(self, name: GateName, reason: str) -> None:
+        self.gates.append(Gate(name=name, state="skipped", reason=reason, duration_s=self._lap()))
+
+    def _lap(self) -> float:
+        now = time.monotonic()
+        elapsed, self.gate_started = now - self.gate_started, now
+        return elapsed
+
+    def stop(
+        self,
+        name: GateName,
+        status: Status,
+        reason: str,
+        **fields: object,
+    ) -> Verdict:
+        self.gates.append(Gate(name=name, state="failed", reason=reason, duration_s=self._lap()))
+        return self.finish(status, reason, **fields)
+
+    def finish(self, status: Status, reason: str = "", **fields: object) -> Verdict:
+        done = {g.name for g in self.gates}
+        for name in GATES:
+            if name not in done:
+                self.gates.append(
+                    Gate(name=name, state="skipped", reason="an earlier gate failed")
+                    if status != "pass"
+                    else Gate(name=name, state="skipped", reason="not run in this mode")
+                )
+        order = {name: i for i, name in enumerate(GATES)}
+        self.gates.sort(key=lambda g: order[g.name])
+        return Verdict(
+            task_id=self.task.task_id,
+            device=self.device,
+            mode=self.mode,
+            status=status,
+            reason=reason,
+            gates=self.gates,
+            duration_s=time.monotonic() - self.started,
+            **fields,  # type: ignore[arg-type]
+        )
+
+
+def judge(
+    task: Task,
+    submission_dir: Path | str,
+    *,
+    device: str = "cpu",
+    configs: ConfigSet = "all",
+    seed: int = 0,
+    mode: Mode = "final",
+    workdir: Path | None = None,
+) -> Verdict:
+    """Judge the contract's files in `submission_dir` and return the verdict.
+
+    Never raises for anything the submission does; raises JudgeError only when the judge's own
+    machinery (or the task's trusted code) fails.
+    """
+    if mode == "feedback":
+        configs = "visible"
+    verdicts = _Verdicts(task, device, mode)
+    submission, problem = read_submission(task, Path(submission_dir))
+    if submission is None:
+        status: Status = "no_submission" if "missing" in problem else "build_error"
+        return verdicts.stop("contract", status, problem)
+    common: dict[str, object] = {"submission_digest": digest(submission.files)}
+    verdicts.passed("contract")
+
+    backend = backend_for(task)
+    finding = backend.guard(task, submission)
+    if finding:
+        return verdicts.stop("guards", "rejected", finding, **common)
+    verdicts.passed("guards")
+
+    with tempfile.TemporaryDirectory(prefix="gauntlet-judge-", dir=workdir) as tmp:
+        work = Path(tmp)
+        build = backend.build(task, submission, work, device)
+        if not build.ok:
+            return verdicts.stop("build", "build_error", build.reason, **common)
+        verdicts.passed("build")
+        return _check(task, backend, build, verdicts, device, configs, seed, mode, work, common)
+
+
+def _check(
+    task: Task,
+    backend: Backend,
+    build: BuildResult,
+    verdicts: _Verdicts,
+    device: str,
+    configs: ConfigSet,
+    seed: int,
+    mode: Mode,
+    work: Path,
+    common: dict[str, object],
+) -> Verdict:
+    timed = device_is_timed(device)
+    visible = task.visible_configs if configs in ("visible", "all") else []
+    hidden = task.hidden_configs(seed) if configs in ("hidden", "all") else []
+    request = EvalRequest(
+        task=task,
+        build=build,
+        configs=visible + hidden,
+        device=device,
+        seed=seed,
+        mode=mode,
+        timed=timed,
+        workdir=work,
+    )
+    evaluation = backend.evaluate(request)
+    results = evaluation.results
+    fields: dict[str, object] = {
+        **common,
+        "configs": results,
+        "stdout": evaluation.stdout,
+        "stderr": evaluation.stderr,
+        "environment": evaluation.environment,
+        "timed": timed,
+        "timing_note": "" if timed else f"device '{device}' is not timed: correctness only",
+    }
+    if evaluation.failure == "build_error":
+        return verdicts.stop("build", "build_error", evaluation.reason, **fields)
+    vis_results = [r for r in results if not r.config.hidden]
+    hid_results = [r for r in results if r.config.hidden]
+
+    if evaluation.failure is not None:
+        # A failure after every visible config was checked and found right happened on a
+        # hidden config; the record says so.
+        in_hidden = bool(hid_results) and all(r.correct for r in vis_results)
+        if in_hidden and vis_results:
+            verdicts.passed("correctness_visible")
+        gate: GateName = "correctness_hidden" if in_hidden else "correctness_visible"
+        return verdicts.stop(gate, evaluation.failure, evaluation.reason, **fields)
+
+    wrong_visible = next((r for r in vis_results if not r.correct), None)
+    if wrong_visible is not None:
+        reason = f"config {wrong_visible.config.label()}: {wrong_visible.reason}"
+        return verdicts.stop("correctness_visible", "incorrect", reason, **fields)
+    if vis_results:
+        verdicts.passed("correctness_visible")
+    else:
+        verdicts.skipped("correctness_visible", "visible configs not requested")
+
+    wrong_hidden = next((r for r in hid_results if not r.correct), None)
+    if wrong_hidden is not None:
+        status: Status = "overfit" if vis_results else "incorrect"
+        reason = f"hidden config {wrong_hidden.config.label()}: {wrong_hidden.reason}"
+        return verdicts.stop("correctness_hidden", status, reason, **_speedups(fields, results))
+    if hid_results:
+        verdicts.passed("correctness_hidden")
+    else:
+        verdicts.skipped("correctness_hidden", "hidden configs not checked in this mode")
+
+    if not timed:
+        verdicts.skipped("timing", f"device '{device}' is not timed")
+        verdicts.skipped("roofline", "no times to check")
+        return verdicts.finish("pass", **fields)
+    verdicts.passed("timing")
+    impossible = _below_roofline(results)
+    if impossible is not None:
+        return verdicts.stop("roofline", "rejected", impossible, **_speedups(fields, results))
+    verdicts.passed("roofline")
+    return verdicts.finish("pass", **_speedups(fields, results))
+
+
+def _below_roofline(results: list[ConfigResult]) -> str | None:
+    for result in results:
+        timing = result.timing
+        if timing is None or timing.sol is None:
+            continue
+        if timing.candidate < timing.sol * ROOFLINE_SLACK:
+            return (
+                f"config {result.config.label()}: measured {timing.candidate:.4g} {timing.unit}, "
+                f"below the speed-of-light floor of {timing.sol:.4g} {timing.unit}: impossible, "
+                "so the measurement was fooled"
+            )
+    return None
+
+
+def _speedups(fields: dict[str, object], results: list[ConfigResult]) -> dict[str, object]:
+    def geomean(values: list[float]) -> float | None:
+        values = [v for v in values if v > 0 and math.isfinite(v)]
+        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+    vis = [r.timing for r in results if not r.config.hidden and r.timing is not None]
+    hid = [r.timing for r in results if r.config.hidden and r.timing is not None]
+    fractions = [t.sol_fraction for t in vis if t.sol_fraction is not None]
+    return {
+        **fields,
+        "speedup": geomean([t.speedup for t in vis]),
+        "hidden_speedup": geomean([t.speedup for t in hid]),
+        "sol_fraction": sum(fractions) / len(fractions) if fractions else None,
+    }

@@ -1,0 +1,454 @@
+"""The judge's backend for Python submissions (Triton, and PyTorch around them).
+
+Guards run on the AST here; the build gate compiles the source to bytecode without running it;
+evaluation starts two worker processes at once: a `reference` worker with only trusted task code
+and a `candidate` worker with the submission (see `worker.py`). The outputs of both come back
+over non-inherited pipes, and the comparison happens here, in the trusted orchestrator.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gauntlet import process, settings
+from gauntlet.errors import JudgeError
+from gauntlet.judge import correctness, guards
+from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
+from gauntlet.judge.channel import ChannelClosed, ChannelTimeout, FrameReader, ProtocolError
+from gauntlet.judge.seeds import derive_seed
+from gauntlet.judge.verdict import ConfigResult
+from gauntlet.task import Config, Task
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a worker may take to start and import its code (torch, triton, the submission).
+STARTUP_S = 120.0
+
+
+class PythonBackend:
+    """Triton and PyTorch submissions."""
+
+    def guard(self, task: Task, submission: Submission) -> str | None:
+        """AST guards on every Python file of the submission."""
+        reference_modules = [
+            Path(task.spec.reference.file).stem,
+            Path(task.spec.inputs.file).stem,
+        ]
+        if task.spec.baseline is not None:
+            reference_modules.append(Path(task.spec.baseline.file).stem)
+        for name, text in submission.files.items():
+            if not name.endswith(".py"):
+                continue
+            findings = guards.check_python(
+                text,
+                name,
+                task.spec.submission.language,
+                forbidden_modules=reference_modules,
+                allowed_calls=task.spec.allowed_calls,
+            )
+            if findings:
+                shown = "; ".join(str(f) for f in findings[:5])
+                more = f" (and {len(findings) - 5} more)" if len(findings) > 5 else ""
+                return f"{name}: {shown}{more}"
+        return None
+
+    def build(self, task: Task, submission: Submission, workdir: Path, device: str) -> BuildResult:
+        """Write the files to a private folder and compile them to bytecode (nothing runs)."""
+        folder = workdir / "submission"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in submission.files.items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            if name.endswith(".py"):
+                try:
+                    compile(text, name, "exec", dont_inherit=True)
+                except SyntaxError as err:
+                    where = f"{name}, line {err.lineno}, col {err.offset}"
+                    return BuildResult(False, f"{where}: {err.msg}", log=str(err))
+        return BuildResult(True, artifact=folder)
+
+    def evaluate(self, request: EvalRequest) -> Evaluation:
+        """Run the reference and candidate workers on the configs and compare their outputs."""
+        return _Evaluation(request).run()
+
+
+@dataclass
+class _Trial:
+    expected: dict[str, Any]
+    outputs: list[torch.Tensor]
+    grads: list[torch.Tensor]
+    baseline_rel_l2: list[float]
+    baseline_grad_rel_l2: list[float]
+
+
+@dataclass
+class _ConfigState:
+    config: Config
+    trials: list[dict[str, Any]]
+    reference: list[_Trial] = field(default_factory=list)
+
+
+def trials_for(task: Task, config: Config, seed: int) -> list[dict[str, Any]]:
+    """The (distribution, seed) of each trial of a config: every distribution, `trials` times."""
+    return [
+        {
+            "distribution": dist,
+            "seed": derive_seed(
+                seed, task.task_id, config.name, sorted(config.params.items()), dist, i
+            ),
+        }
+        for i in range(task.spec.trials)
+        for dist in task.spec.inputs.distributions
+    ]
+
+
+class _Evaluation:
+    def __init__(self, request: EvalRequest) -> None:
+        self.request = request
+        self.task = request.task
+        self.states = [
+            _ConfigState(c, trials_for(self.task, c, request.seed)) for c in request.configs
+        ]
+        self.tmp = request.workdir / "worker-tmp"
+
+    def _request(self, role: str) -> dict[str, Any]:
+        spec = self.task.spec
+        build = self.request.build
+        assert build.artifact is not None
+        return {
+            "role": role,
+            "device": self.request.device.split(":")[0],
+            "language": spec.submission.language,
+            "task_root": str(self.task.root),
+            "reference": spec.reference.model_dump(),
+            "inputs": spec.inputs.model_dump(include={"file", "entry"}),
+            "baseline": spec.baseline.model_dump() if spec.baseline else None,
+            "wrt": spec.backward.wrt if spec.backward else [],
+            "allowed_ops": spec.allowed_calls,
+            "check_determinism": True,
+            "memory_limit_bytes": spec.memory_limit_mb << 20 if self.request.device == "cpu" else 0,
+            "submission": {
+                "dir": str(build.artifact),
+                "file": spec.submission.files[0],
+                "entry": spec.submission.entry,
+            },
+            "configs": [
+                {"name": s.config.name, "params": s.config.params, "trials": s.trials}
+                for s in self.states
+            ],
+        }
+
+    def run(self) -> Evaluation:
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        try:
+            reference = _Worker(
+                self._request("reference"), self.tmp / "reference", self.request.device
+            )
+            candidate = _Worker(
+                self._request("candidate"), self.tmp / "candidate", self.request.device
+            )
+        except OSError as err:
+            raise JudgeError(
+                f"cannot start a judge worker for '{self.task.task_id}': {err}"
+            ) from err
+        try:
+            self._collect_reference(reference)
+            return self._collect_candidate(candidate)
+        finally:
+            reference.close()
+            candidate.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _collect_reference(self, worker: _Worker) -> None:
+        by_name = {s.config.name: s for s in self.states}
+        budget = STARTUP_S + self.task.spec.timeout_s * max(1, len(self.states))
+        deadline = time.monotonic() + budget
+        while True:
+            try:
+                header, tensors = worker.reader.read(deadline)
+            except (ChannelClosed, ChannelTimeout, ProtocolError) as err:
+                finished = worker.finish()
+                raise JudgeError(
+                    f"the reference worker of task '{self.task.task_id}' failed "
+                    f"({type(err).__name__}; exit {finished.returncode}): {finished.stderr[-3000:]}"
+                ) from err
+            event = header.get("event")
+            if event == "done":
+                return
+            if event == "worker_error":
+                raise JudgeError(
+                    f"the task's own code failed in the reference worker of "
+                    f"'{self.task.task_id}':\n{header.get('traceback', '')}"
+                )
+            state = by_name[header["config"]]
+            n_out = len(header["baseline_rel_l2"])
+            state.reference.append(
+                _Trial(
+                    expected=header["expected"],
+                    outputs=tensors[:n_out],
+                    grads=tensors[n_out:],
+                    baseline_rel_l2=header["baseline_rel_l2"],
+                    baseline_grad_rel_l2=header["baseline_grad_rel_l2"],
+                )
+            )
+
+    def _collect_candidate(self, worker: _Worker) -> Evaluation:
+        evaluation = Evaluation()
+        by_name = {s.config.name: s for s in self.states}
+        results: dict[str, ConfigResult] = {}
+        current: _ConfigCheck | None = None
+        deadline = time.monotonic() + STARTUP_S
+        failure: tuple[str, str] | None = None
+        while failure is None:
+            try:
+                header, tensors = worker.reader.read(deadline)
+            except ChannelTimeout:
+                where = f"config {current.config.label()}" if current else "start-up (import)"
+                limit = self.task.spec.timeout_s if current else STARTUP_S
+                failure = ("timeout", f"no progress within {limit:g} s during {where}")
+                break
+            except ChannelClosed:
+                finished = worker.finish()
+                where = f" during config {current.config.label()}" if current else ""
+                how = (
+                    f"was killed by {finished.signal_name}"
+                    if finished.signal_name
+                    else f"exited with code {finished.returncode}"
+                )
+                failure = ("crash", f"the submission's process {how}{where}")
+                break
+            except ProtocolError as err:
+                failure = ("rejected", f"the submission's process broke the result protocol: {err}")
+                break
+            event = header.get("event")
+            if event == "loaded":
+                deadline = time.monotonic() + STARTUP_S
+            elif event == "config_start":
+                current = _ConfigCheck(self.task, by_name[header["config"]], self.request.device)
+                deadline = time.monotonic() + self.task.spec.timeout_s
+            elif event == "trial" and current is not None:
+                current.check_trial(header, tensors)
+            elif event == "config_done" and current is not None:
+                results[current.config.name] = current.result()
+                current = None
+                deadline = time.monotonic() + self.task.spec.timeout_s
+            elif event == "done":
+                finished = worker.finish(grace_s=10)
+                break
+            elif event == "build_error":
+                failure = (
+                    "build_error",
+                    f"importing the submission failed:\n{header['traceback']}",
+                )
+            elif event == "call_error":
+                failure = (
+                    "crash",
+                    f"the submission raised on config {header['config']} "
+                    f"(trial {header['trial']}):\n{header['traceback']}",
+                )
+            elif event == "forbidden_ops":
+                failure = (
+                    "rejected",
+                    f"on config {header['config']} the submission ran PyTorch operations that do "
+                    f"the task's work instead of its own kernels: {', '.join(header['ops'])}",
+                )
+            elif event == "tampered":
+                failure = (
+                    "rejected",
+                    "the submission replaced functions the judge relies on: "
+                    + ", ".join(header["what"]),
+                )
+            elif event == "worker_error":
+                failure = ("crash", f"the submission's process failed:\n{header['traceback']}")
+            else:
+                failure = ("rejected", f"unexpected message on the result channel: {event!r}")
+        finished = worker.finish()
+        if current is not None and failure is not None:
+            results[current.config.name] = current.result(failure=failure[1])
+        evaluation.results = [
+            results.get(s.config.name, ConfigResult(config=s.config)) for s in self.states
+        ]
+        evaluation.stdout, evaluation.stderr = finished.stdout, finished.stderr
+        if failure is not None:
+            evaluation.failure = failure[0]  # type: ignore[assignment]
+            evaluation.reason = failure[1]
+        return evaluation
+
+
+class _ConfigCheck:
+    """Accumulates one config's trial checks into a ConfigResult."""
+
+    def __init__(self, task: Task, state: _ConfigState, device: str) -> None:
+        self.task = task
+        self.state = state
+        self.config = state.config
+        self.device = device
+        self.reason = ""
+        self.trials = 0
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.rel_l2 = 0.0
+        self.bound = 0.0
+        self.match = 1.0
+
+    def _fail(self, reason: str) -> None:
+        if not self.reason:
+            self.reason = reason
+
+    def check_trial(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
+        index = int(header["trial"])
+        self.trials += 1
+        if self.reason:
+            return
+        ref = self.state.reference[index]
+        trial = self.state.trials[index]
+        where = f"trial {index} ({trial['distribution']} inputs)"
+        meta_problem = correctness.check_meta(ref.expected, header["output"], self.device)
+        if meta_problem:
+            self._fail(f"{where}: {meta_problem}")
+            return
+        if header["mutated"]:
+            names = ", ".join(f"'{n}'" for n in header["mutated"])
+            self._fail(f"{where}: the submission changed its input {names} in place")
+            return
+        n_out = len(ref.outputs)
+        spec = self.task.spec
+        tol = correctness.tolerance_for(spec.tolerance, self.config.dtype)
+        pairs: list[tuple[str, torch.Tensor, torch.Tensor, float]] = []
+        for i in range(n_out):
+            label = f"output {i}" if n_out > 1 else "output"
+            pairs.append((label, tensors[i], ref.outputs[i], ref.baseline_rel_l2[i]))
+        if spec.backward:
+            present = header.get("grads", [])
+            missing = [n for n, ok in zip(spec.backward.wrt, present, strict=False) if not ok]
+            if missing or len(present) != len(spec.backward.wrt):
+                self._fail(f"{where}: no gradient for {missing or spec.backward.wrt}")
+                return
+            for j, name in enumerate(spec.backward.wrt):
+                grad = tensors[n_out + j]
+                want = ref.grads[j]
+                if list(grad.shape) != list(want.shape):
+                    self._fail(
+                        f"{where}: gradient of '{name}' has shape {list(grad.shape)}, "
+                        f"expected {list(want.shape)}"
+                    )
+                    return
+                pairs.append((f"gradient of '{name}'", grad, want, ref.baseline_grad_rel_l2[j]))
+        for label, cand, want, base_err in pairs:
+            bound = correctness.rel_l2_bound(spec.tolerance, self.config.dtype, base_err)
+            result = correctness.compare(cand, want, tol, bound, label)
+            self.max_abs = max(self.max_abs, result.max_abs_err)
+            self.max_rel = max(self.max_rel, result.max_rel_err)
+            self.rel_l2 = max(self.rel_l2, result.rel_l2_err)
+            self.bound = max(self.bound, result.rel_l2_bound)
+            self.match = min(self.match, result.match_fraction)
+            if not result.ok:
+                self._fail(f"{where}: {result.reason}")
+                return
+        if "repeat_max_diff" in header:
+            diff = header["repeat_max_diff"]
+            det = spec.determinism
+            if diff is None:
+                self._fail(f"{where}: a second call on the same input returned another type")
+            elif (det.bitwise and diff != 0.0) or (not det.bitwise and diff > det.bound):
+                self._fail(
+                    f"{where}: two calls on the same input differ by up to {diff:.3g} "
+                    f"({'bitwise equality' if det.bitwise else f'bound {det.bound:g}'} required)"
+                )
+
+    def result(self, failure: str | None = None) -> ConfigResult:
+        reason = self.reason or (failure or "")
+        correct = not reason and failure is None
+        if failure is not None and not self.reason:
+            correct_value: bool | None = None
+        else:
+            correct_value = correct
+        return ConfigResult(
+            config=self.config,
+            correct=correct_value,
+            reason=reason,
+            max_abs_err=self.max_abs,
+            max_rel_err=self.max_rel,
+            rel_l2_err=self.rel_l2,
+            rel_l2_bound=self.bound,
+            match_fraction=self.match,
+            trials=self.trials,
+        )
+
+
+def worker_env(tmp: Path) -> dict[str, str]:
+    """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR."""
+    env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
+    env.update(
+        HOME=str(tmp),
+        TMPDIR=str(tmp),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONHASHSEED="0",
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
+    )
+    env.setdefault("TRITON_CACHE_DIR", str(tmp / "triton-cache"))
+    return env
+
+
+class _Worker:
+    """A worker process with its request sent and its result pipe open."""
+
+    def __init__(self, request: dict[str, Any], tmp: Path, device: str) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        request_r, request_w = os.pipe()
+        result_r, result_w = os.pipe()
+        limit = int(request.get("memory_limit_bytes") or 0)
+        preexec: Callable[[], None] | None = None
+        if limit:
+
+            def preexec() -> None:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        try:
+            self.child = process.Child(
+                [sys.executable, "-m", "gauntlet.judge.worker", str(request_r), str(result_w)],
+                env=worker_env(tmp),
+                cwd=tmp,
+                pass_fds=(request_r, result_w),
+                preexec=preexec,
+            )
+        finally:
+            os.close(request_r)
+            os.close(result_w)
+        data = json.dumps(request).encode()
+        try:
+            with os.fdopen(request_w, "wb") as handle:
+                handle.write(data)
+        except BrokenPipeError:
+            logger.debug("worker closed its request pipe before reading")
+        self.result_fd = result_r
+        self.reader = FrameReader(result_r)
+        self._finished: process.Finished | None = None
+
+    def finish(self, grace_s: float = 0.0) -> process.Finished:
+        """Reap the worker, killing its group after `grace_s` seconds."""
+        if self._finished is None:
+            self._finished = self.child.wait(timeout_s=grace_s)
+        return self._finished
+
+    def close(self) -> None:
+        self.finish()
+        try:
+            os.close(self.result_fd)
+        except OSError:
+            pass

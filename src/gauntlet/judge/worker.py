@@ -1,0 +1,460 @@
+"""The judge's worker process: the only place a submission's Python code runs.
+
+Started by `python_backend.py` as `python -m gauntlet.judge.worker REQUEST_FD RESULT_FD` in its own
+session, with a scrubbed environment, a memory limit and its own temporary directory. It reads
+one JSON request and answers with frames (`channel.py`) on the result pipe, a descriptor that
+nothing the submission starts inherits.
+
+Two roles, never mixed in one process:
+- `reference` runs only trusted task code: it draws each trial's inputs, computes the float64
+  reference (ground truth), the native-dtype reference (the expected output types) and the
+  baseline's own error, and sends them back. A submission never shares memory with them.
+- `candidate` imports the trusted measuring code first, then the submission; it checks that the
+  functions it relies on are still the same objects, then runs the submission on the same
+  trials (same seeds, so the same inputs), checking type, in-place changes, determinism and
+  forbidden ATen operations, and sends the outputs back for the judge to compare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from gauntlet.judge.channel import write_frame
+
+if TYPE_CHECKING:
+    import torch
+
+#: ATen operations that allocate, view, move or convert data without doing a task's work.
+STRUCTURAL_OPS = frozenset(
+    """
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros
+    full full_like new_full fill_ zero_ ones ones_like new_ones arange
+    view _unsafe_view reshape _reshape_alias as_strided expand expand_as t transpose permute
+    contiguous clone copy_ _to_copy to detach alias lift_fresh unsqueeze squeeze flatten unflatten
+    slice select narrow split split_with_sizes chunk unbind stride sym_size sym_stride
+    sym_numel sym_storage_offset _local_scalar_dense resize_ set_ is_same_size result_type
+    _has_compatible_shallow_copy_type view_as movedim numel dim size is_contiguous
+    """.split()
+)
+
+#: Extra operations the autograd engine itself runs while calling a custom backward.
+AUTOGRAD_OPS = frozenset({"ones_like", "add", "add_", "sum", "expand", "_to_copy"})
+
+
+def _send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
+    write_frame(fd, header, tensors)
+
+
+def _load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+def _upcast(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64)
+    return value
+
+
+def _clone(value: Any) -> Any:
+    import torch
+
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def _bytes_of(tensor: torch.Tensor) -> bytes:
+    import torch
+
+    flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+
+
+def _rel_l2(candidate: torch.Tensor, reference: torch.Tensor) -> float:
+    import torch
+
+    diff = candidate.detach().to(torch.float64).cpu() - reference.detach().to(torch.float64).cpu()
+    denom = float(torch.linalg.vector_norm(reference.to(torch.float64).cpu()))
+    num = float(torch.linalg.vector_norm(diff))
+    if math.isnan(num):
+        return math.inf
+    return num / denom if denom > 0 else num
+
+
+def _upstream(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
+    """The upstream gradient for a backward check, drawn from the trial's seed."""
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(seed ^ 0x5EED)
+    return [
+        torch.randn(o.shape, generator=gen, dtype=torch.float64).to(device=o.device, dtype=o.dtype)
+        for o in outputs
+    ]
+
+
+def _describe(value: Any) -> dict[str, Any]:
+    import torch
+
+    exact = type(value) is torch.Tensor
+    item: dict[str, Any] = {"exact": exact, "type": type(value).__qualname__}
+    if isinstance(value, torch.Tensor):
+        item.update(
+            dtype=str(value.dtype).removeprefix("torch."),
+            shape=list(value.shape),
+            device=value.device.type,
+            layout=str(value.layout).removeprefix("torch."),
+        )
+    return item
+
+
+def _describe_output(value: Any) -> dict[str, Any]:
+    if isinstance(value, tuple | list):
+        return {"container": type(value).__qualname__, "items": [_describe(v) for v in value]}
+    return {"container": None, "items": [_describe(value)]}
+
+
+class _Trusted:
+    """Identities of the functions the worker relies on, taken before the submission loads."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.watched: dict[str, Callable[[], object]] = {
+            "time.perf_counter": lambda: time.perf_counter,
+            "time.monotonic": lambda: time.monotonic,
+            "torch.cuda.synchronize": lambda: torch.cuda.synchronize,
+            "torch.cuda.Event.elapsed_time": lambda: torch.cuda.Event.elapsed_time,
+            "torch.cuda.Event.record": lambda: torch.cuda.Event.record,
+            "torch.Tensor.clone": lambda: torch.Tensor.clone,
+            "torch.Tensor.detach": lambda: torch.Tensor.detach,
+            "torch.Tensor.view": lambda: torch.Tensor.view,
+            "torch.autograd.grad": lambda: torch.autograd.grad,
+            "hashlib.sha256": lambda: hashlib.sha256,
+            "os.write": lambda: os.write,
+            "json.dumps": lambda: json.dumps,
+            "gauntlet.judge.channel.write_frame": lambda: (
+                sys.modules["gauntlet.judge.channel"].write_frame
+            ),
+        }
+        for name, func in list(globals().items()):
+            if name.startswith("_") and callable(func) and name != "_Trusted":
+                self.watched[f"worker.{name}"] = lambda name=name: globals()[name]
+        self.identities = {name: get() for name, get in self.watched.items()}
+
+    def changed(self) -> list[str]:
+        """Names whose object is no longer the one recorded."""
+        found = []
+        for name, get in self.watched.items():
+            try:
+                if get() is not self.identities[name]:
+                    found.append(name)
+            except (AttributeError, KeyError):
+                found.append(name)
+        return found
+
+
+class _DispatchWatch:
+    """Records the ATen operations run while active (the candidate must not do the work there)."""
+
+    def __init__(self, allowed: frozenset[str]) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        allowed_ops = allowed
+        seen: list[str] = []
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                name = func.overloadpacket.__name__.split(".")[-1]
+                if name not in allowed_ops and name not in seen:
+                    seen.append(name)
+                return func(*args, **(kwargs or {}))
+
+        self.mode = _Mode()
+        self.forbidden = seen
+
+
+def _poison_free_memory(device: str) -> None:
+    """Fill memory a later allocation may reuse with NaN, so unwritten outputs show up."""
+    import torch
+
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        cached = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        chunk = max(0, min(cached + (256 << 20), free // 2))
+        if chunk:
+            block = torch.empty(chunk // 4, dtype=torch.float32, device="cuda")
+            block.fill_(math.nan)
+            del block
+    else:
+        block = torch.empty(1 << 22, dtype=torch.float32)
+        block.fill_(math.nan)
+        del block
+
+
+def _make_inputs(
+    request: dict[str, Any], config: dict[str, Any], trial: dict[str, Any]
+) -> dict[str, Any]:
+    make = request["_make_inputs"]
+    inputs = make(
+        dict(config["params"]), int(trial["seed"]), trial["distribution"], request["device"]
+    )
+    if not isinstance(inputs, dict):
+        raise TypeError(f"make_inputs returned {type(inputs).__name__}, expected a dict")
+    return inputs
+
+
+def run_reference(request: dict[str, Any], fd: int) -> None:
+    """Draw inputs, compute the float64 reference, expected types and the baseline's error."""
+    import torch
+
+    root = Path(request["task_root"])
+    ref = getattr(
+        _load_module(root / request["reference"]["file"], "_gauntlet_reference"),
+        request["reference"]["entry"],
+    )
+    request["_make_inputs"] = getattr(
+        _load_module(root / request["inputs"]["file"], "_gauntlet_inputs"),
+        request["inputs"]["entry"],
+    )
+    base: Callable[..., Any] = ref
+    if request.get("baseline"):
+        base = getattr(
+            _load_module(root / request["baseline"]["file"], "_gauntlet_baseline"),
+            request["baseline"]["entry"],
+        )
+    wrt: list[str] = request.get("wrt") or []
+    for config in request["configs"]:
+        for index, trial in enumerate(config["trials"]):
+            inputs = _make_inputs(request, config, trial)
+            names = list(inputs)
+            wide = {k: _upcast(v) for k, v in inputs.items()}
+            for name in wrt:
+                wide[name].requires_grad_(True)
+            with torch.enable_grad() if wrt else torch.no_grad():
+                expected64 = _as_tuple(ref(*wide.values()))
+            native_args = {k: _clone(v) for k, v in inputs.items()}
+            with torch.no_grad():
+                native = ref(*native_args.values())
+            base_args = {k: _clone(v) for k, v in inputs.items()}
+            for name in wrt:
+                base_args[name].requires_grad_(True)
+            with torch.enable_grad() if wrt else torch.no_grad():
+                base_out = _as_tuple(base(*base_args.values()))
+            base_err = [_rel_l2(b, e) for b, e in zip(base_out, expected64, strict=True)]
+            tensors = [e.detach() for e in expected64]
+            grad_errs: list[float] = []
+            if wrt:
+                upstream = _upstream(base_out, int(trial["seed"]))
+                grads64 = torch.autograd.grad(
+                    expected64, [wide[n] for n in wrt], [g.to(torch.float64) for g in upstream]
+                )
+                base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
+                grad_errs = [_rel_l2(b, e) for b, e in zip(base_grads, grads64, strict=True)]
+                tensors += [g.detach() for g in grads64]
+            _send(
+                fd,
+                {
+                    "event": "trial",
+                    "config": config["name"],
+                    "trial": index,
+                    "input_names": names,
+                    "expected": _describe_output(native),
+                    "baseline_rel_l2": base_err,
+                    "baseline_grad_rel_l2": grad_errs,
+                },
+                tensors,
+            )
+    _send(fd, {"event": "done"})
+
+
+def run_candidate(request: dict[str, Any], fd: int, trusted: _Trusted) -> None:
+    """Import the submission and run it on every trial, checking as it goes."""
+    import torch
+
+    root = Path(request["task_root"])
+    request["_make_inputs"] = getattr(
+        _load_module(root / request["inputs"]["file"], "_gauntlet_inputs"),
+        request["inputs"]["entry"],
+    )
+    submission = request["submission"]
+    try:
+        module = _load_module(Path(submission["dir"]) / submission["file"], "kernel_submission")
+        entry = getattr(module, submission["entry"])
+    except BaseException:  # noqa: BLE001 - anything the submission raises on import is its failure
+        _send(fd, {"event": "build_error", "traceback": _short_traceback()})
+        return
+    changed = trusted.changed()
+    if changed:
+        _send(fd, {"event": "tampered", "what": changed})
+        return
+    _send(fd, {"event": "loaded"})
+    wrt: list[str] = request.get("wrt") or []
+    device = request["device"]
+    allowed = STRUCTURAL_OPS | frozenset(request.get("allowed_ops") or [])
+    for config in request["configs"]:
+        _send(fd, {"event": "config_start", "config": config["name"]})
+        for index, trial in enumerate(config["trials"]):
+            inputs = _make_inputs(request, config, trial)
+            pristine = {k: _clone(v) for k, v in inputs.items()}
+            digests = {
+                k: hashlib.sha256(_bytes_of(v)).hexdigest()
+                for k, v in pristine.items()
+                if isinstance(v, torch.Tensor)
+            }
+            args = {k: _clone(v) for k, v in inputs.items()}
+            for name in wrt:
+                args[name].requires_grad_(True)
+            _poison_free_memory(device)
+            watch = _DispatchWatch(allowed)
+            try:
+                with torch.enable_grad() if wrt else torch.no_grad(), watch.mode:
+                    out = entry(*args.values())
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            except BaseException:  # noqa: BLE001 - the submission's failure becomes a verdict
+                _send(
+                    fd,
+                    {
+                        "event": "call_error",
+                        "config": config["name"],
+                        "trial": index,
+                        "traceback": _short_traceback(),
+                    },
+                )
+                return
+            if watch.forbidden:
+                _send(
+                    fd, {"event": "forbidden_ops", "config": config["name"], "ops": watch.forbidden}
+                )
+                return
+            described = _describe_output(out)
+            outputs = [o for o in _as_tuple(out) if type(o) is torch.Tensor]
+            mutated = [
+                k
+                for k, v in args.items()
+                if isinstance(v, torch.Tensor)
+                and hashlib.sha256(_bytes_of(v)).hexdigest() != digests[k]
+            ]
+            tensors = [o.detach() for o in outputs]
+            header: dict[str, Any] = {
+                "event": "trial",
+                "config": config["name"],
+                "trial": index,
+                "output": described,
+                "mutated": mutated,
+            }
+            if wrt and len(outputs) == len(described["items"]):
+                upstream = _upstream(outputs, int(trial["seed"]))
+                try:
+                    grads = torch.autograd.grad(
+                        outputs, [args[n] for n in wrt], upstream, allow_unused=True
+                    )
+                except BaseException:  # noqa: BLE001 - the submission's backward failed
+                    _send(
+                        fd,
+                        {
+                            "event": "call_error",
+                            "config": config["name"],
+                            "trial": index,
+                            "traceback": _short_traceback(),
+                        },
+                    )
+                    return
+                header["grads"] = [g is not None for g in grads]
+                header["grad_meta"] = [_describe(g) for g in grads if g is not None]
+                tensors += [g.detach() for g in grads if g is not None]
+            if index == 0 and request.get("check_determinism", True):
+                again = {k: _clone(v) for k, v in pristine.items()}
+                with torch.no_grad():
+                    repeat = _as_tuple(entry(*again.values()))
+                header["repeat_max_diff"] = _max_diff(outputs, repeat)
+            _send(fd, header, tensors)
+        _send(fd, {"event": "config_done", "config": config["name"]})
+    changed = trusted.changed()
+    if changed:
+        _send(fd, {"event": "tampered", "what": changed})
+        return
+    _send(fd, {"event": "done"})
+
+
+def _max_diff(first: Sequence[torch.Tensor], second: Sequence[Any]) -> float | None:
+    """Largest difference between two calls on the same input (0.0: bitwise equal)."""
+    import torch
+
+    if len(first) != len(second):
+        return None
+    worst = 0.0
+    for a, b in zip(first, second, strict=True):
+        if type(b) is not torch.Tensor or a.shape != b.shape or a.dtype != b.dtype:
+            return None
+        if _bytes_of(a) == _bytes_of(b):
+            continue
+        diff = (a.detach().to(torch.float64) - b.detach().to(torch.float64)).abs()
+        nan_mismatch = bool((a.isnan() != b.isnan()).any()) if a.is_floating_point() else False
+        worst = max(worst, math.inf if nan_mismatch else float(diff.nan_to_num(0.0).max()))
+        worst = max(worst, 1e-300)
+    return worst
+
+
+def _short_traceback(limit_chars: int = 6000) -> str:
+    text = traceback.format_exc()
+    return text if len(text) <= limit_chars else "...\n" + text[-limit_chars:]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Worker entry point: read the request, run the role, answer on the result pipe."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    request_fd, result_fd = int(args[0]), int(args[1])
+    # Nothing the submission starts may inherit either end of the judge's channel.
+    os.set_inheritable(request_fd, False)
+    os.set_inheritable(result_fd, False)
+    with os.fdopen(request_fd, "rb") as handle:
+        request = json.loads(handle.read())
+    if request["device"] == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+
+    torch.manual_seed(0)
+    if request.get("language") == "triton":
+        import triton  # noqa: F401 - the trusted import comes before the submission's
+    trusted = _Trusted()
+    try:
+        if request["role"] == "reference":
+            run_reference(request, result_fd)
+        else:
+            run_candidate(request, result_fd, trusted)
+    except BaseException:  # noqa: BLE001 - the worker's one catch-all: report, then exit
+        try:
+            _send(result_fd, {"event": "worker_error", "traceback": _short_traceback()})
+        except OSError:
+            pass
+        return 3
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
