@@ -12,7 +12,7 @@ import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,7 +23,9 @@ from gauntlet.judge.verdict import Status, Verdict
 logger = logging.getLogger(__name__)
 
 RECORD_SCHEMA_VERSION = 1
-AttemptStatus = Status | Literal["agent_error"]
+#: `judge_error`: the judge's own machinery (or the task's trusted code) failed on this attempt;
+#: recorded so that no result is lost, and counted as not passing.
+AttemptStatus = Status | Literal["agent_error", "judge_error"]
 
 
 def now() -> datetime:
@@ -51,6 +53,8 @@ class RunInfo(BaseModel):
     """sha256 of the run's secret seed: proves which seed was used without revealing it."""
     environment: dict[str, str] = Field(default_factory=dict)
     """Python, library versions, git revision, host, device and driver."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The run's options as given (all but the secret seed), so `--resume` can continue it."""
 
 
 class AttemptRecord(BaseModel):

@@ -360,6 +360,31 @@ class Task(BaseModel):
         """The configs shown to the agent."""
         return list(self.spec.configs.visible)
 
+    def baseline_files(self) -> dict[str, str]:
+        """The submission that *is* the baseline: what the `baseline` agent submits.
+
+        For `torch2*` tracks the baseline is the PyTorch reference, bound to the entry's name.
+        The judge recognises exactly these files as the task's own trusted code.
+        """
+        spec = self.spec
+        main = spec.submission.files[0]
+        if spec.baseline is not None:
+            if spec.baseline.file.endswith(".py") and spec.baseline.entry != spec.submission.entry:
+                text = self.path(spec.baseline.file).read_text(encoding="utf-8")
+                return {main: f"{text}\n\n{spec.submission.entry} = {spec.baseline.entry}\n"}
+            return {main: self.path(spec.baseline.file).read_text(encoding="utf-8")}
+        text = self.path(spec.reference.file).read_text(encoding="utf-8")
+        return {main: f"{text}\n\n{spec.submission.entry} = {spec.reference.entry}\n"}
+
+    def expert_files(self) -> dict[str, str] | None:
+        """The shipped expert solution's files by submission name, if the task has one."""
+        if self.spec.expert is None:
+            return None
+        return {
+            name: self.path(rel).read_text(encoding="utf-8")
+            for name, rel in self.spec.expert.files.items()
+        }
+
     def hidden_configs(self, seed: int) -> list[Config]:
         """The fixed hidden configs plus those drawn from the domain with `seed`."""
         hidden = self.spec.configs.hidden

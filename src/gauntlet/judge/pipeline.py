@@ -179,7 +179,10 @@ def judge(
         if not build.ok:
             return verdicts.stop("build", "build_error", build.reason, **common)
         verdicts.passed("build")
-        return _check(task, backend, build, verdicts, device, configs, seed, mode, work, common)
+        is_baseline = submission.files == task.baseline_files()
+        return _check(
+            task, backend, build, verdicts, device, configs, seed, mode, work, common, is_baseline
+        )
 
 
 def _check(
@@ -193,6 +196,7 @@ def _check(
     mode: Mode,
     work: Path,
     common: dict[str, object],
+    is_baseline: bool,
 ) -> Verdict:
     timed = device_is_timed(device)
     visible = task.visible_configs if configs in ("visible", "all") else []
@@ -206,6 +210,7 @@ def _check(
         mode=mode,
         timed=timed,
         workdir=work,
+        is_baseline=is_baseline,
     )
     evaluation = backend.evaluate(request)
     results = evaluation.results

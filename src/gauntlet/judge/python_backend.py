@@ -139,6 +139,7 @@ class _Evaluation:
             "baseline": spec.baseline.model_dump() if spec.baseline else None,
             "wrt": spec.backward.wrt if spec.backward else [],
             "allowed_ops": spec.allowed_calls,
+            "watch_dispatch": not self.request.is_baseline,
             "check_determinism": True,
             "memory_limit_bytes": spec.memory_limit_mb << 20 if self.request.device == "cpu" else 0,
             "submission": {

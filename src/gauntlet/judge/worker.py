@@ -343,7 +343,7 @@ def run_candidate(request: dict[str, Any], fd: int, trusted: _Trusted) -> None:
                     },
                 )
                 return
-            if watch.forbidden:
+            if watch.forbidden and request.get("watch_dispatch", True):
                 _send(
                     fd, {"event": "forbidden_ops", "config": config["name"], "ops": watch.forbidden}
                 )

@@ -1,0 +1,287 @@
+"""A run: tasks x agents x attempts, each attempt judged and appended to the run directory.
+
+Per attempt: build the workspace, let the agent work in it, judge the contract's files from it
+with the run's secret seed, keep the submission and transcript under `attempts/<id>/`, and
+append the record. Attempts run concurrently on a thread pool (`--parallel N`): the heavy work
+happens in child processes (agents, judge workers), so threads only wait. `resume_run` skips
+attempts already recorded, so a killed run loses no finished attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import secrets
+import shutil
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gauntlet import devices, process, suites
+from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings, make_agent
+from gauntlet.errors import ConfigError, GauntletError, RecordError
+from gauntlet.judge import judge
+from gauntlet.judge.seeds import seed_hash
+from gauntlet.store import AttemptRecord, RunInfo, RunStore, attempt_id_for, now
+from gauntlet.task import Task
+
+logger = logging.getLogger(__name__)
+
+SECRET_FILE = "secret-seed"
+
+
+class RunConfig(BaseModel):
+    """What to run; the CLI's `run` options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suite: str | None = None
+    pattern: str | None = None
+    """A glob over task ids (`--tasks`)."""
+    track: str | None = None
+    agents: list[str] = Field(default_factory=lambda: ["baseline", "expert"], min_length=1)
+    model: ModelSettings = ModelSettings()
+    device: str | None = None
+    """None: each task gets the best device here that it can run on."""
+    attempts: int = Field(default=1, ge=1)
+    budget: Budget = Budget()
+    parallel: int = Field(default=1, ge=1)
+    seed: int | None = None
+    """The run's secret seed (hidden configs, trial inputs); random when not given."""
+    keep_workspaces: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One attempt to make."""
+
+    task: Task
+    agent: str
+    index: int
+    device: str
+
+    @property
+    def attempt_id(self) -> str:
+        """The attempt's stable id."""
+        return attempt_id_for(self.task.task_id, self.agent, self.index)
+
+
+Progress = Callable[[AttemptRecord, int, int], None]
+"""Called after each attempt with the record, the number done and the total."""
+
+
+def environment() -> dict[str, str]:
+    """Versions and revision a run records."""
+    env = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in ("kernel-gauntlet", "torch", "triton", "numpy"):
+        try:
+            env[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        git = process.run(["git", "rev-parse", "HEAD"], timeout_s=5, cwd=Path(__file__).parent)
+        if git.returncode == 0:
+            env["git_revision"] = git.stdout.strip()
+    except OSError:
+        logger.debug("git is not available; the run records no revision")
+    for device in devices.list_devices():
+        env[f"device.{device.name}"] = device.description
+    return env
+
+
+def plan_jobs(
+    tasks: list[Task], agents: list[str], attempts: int, device: str | None
+) -> tuple[list[Job], list[str]]:
+    """Jobs for every task that can run here, and the ids of tasks that cannot."""
+    jobs: list[Job] = []
+    skipped: list[str] = []
+    for task in tasks:
+        chosen = devices.device_for(task, device)
+        if chosen is None:
+            skipped.append(task.task_id)
+            continue
+        jobs += [Job(task, a, i, chosen) for a in agents for i in range(attempts)]
+    return jobs, skipped
+
+
+def start_run(config: RunConfig, out: Path, progress: Progress | None = None) -> RunStore:
+    """Create a run directory and run every attempt."""
+    if config.device is not None:
+        devices.check_device(config.device)
+    for spec in config.agents:
+        make_agent(spec)  # an unknown agent or a missing tool fails before anything starts
+    tasks = suites.select(config.suite, config.pattern, config.track)
+    jobs, skipped = plan_jobs(tasks, config.agents, config.attempts, config.device)
+    if skipped:
+        logger.warning("no device here runs %d task(s): %s", len(skipped), ", ".join(skipped))
+    if not jobs:
+        raise ConfigError(
+            f"none of the {len(tasks)} selected tasks can run on "
+            f"{config.device or 'the devices here'}; see 'gauntlet devices'"
+        )
+    secret = config.seed if config.seed is not None else secrets.randbits(62)
+    store = RunStore(out)
+    run_tasks = sorted({j.task.task_id for j in jobs})
+    store.create(
+        RunInfo(
+            run_id=out.resolve().name,
+            created_at=now(),
+            suite=config.suite,
+            task_ids=run_tasks,
+            agents=config.agents,
+            model=config.model.model,
+            device=config.device or "auto",
+            attempts=config.attempts,
+            budget=config.budget,
+            seed_hash=seed_hash(secret),
+            environment=environment(),
+            config=config.model_dump(mode="json", exclude={"seed"}),
+        )
+    )
+    secret_path = out / SECRET_FILE
+    secret_path.write_text(str(secret))
+    secret_path.chmod(0o600)
+    _execute(store, jobs, config, secret, progress)
+    return store
+
+
+def resume_run(
+    run_dir: Path, parallel: int | None = None, progress: Progress | None = None
+) -> RunStore:
+    """Finish a run: make every attempt of its plan that `attempts.jsonl` does not hold yet."""
+    store = RunStore(run_dir)
+    info = store.info()
+    try:
+        secret = int((run_dir / SECRET_FILE).read_text().strip())
+    except (OSError, ValueError) as err:
+        raise RecordError(f"cannot read the run's secret seed in '{run_dir}': {err}") from err
+    config = RunConfig.model_validate(info.config)
+    if parallel is not None:
+        config = config.model_copy(update={"parallel": parallel})
+    tasks = [suites.load_by_id(task_id) for task_id in info.task_ids]
+    jobs, _ = plan_jobs(tasks, info.agents, info.attempts, config.device)
+    done = store.done_ids()
+    _execute(store, [j for j in jobs if j.attempt_id not in done], config, secret, progress)
+    return store
+
+
+def _execute(
+    store: RunStore, jobs: list[Job], config: RunConfig, secret: int, progress: Progress | None
+) -> None:
+    lock = threading.Lock()
+    finished = 0
+
+    def one(job: Job) -> AttemptRecord:
+        record = run_attempt(store, job, config, secret)
+        with lock:
+            store.append(record)
+        return record
+
+    with ThreadPoolExecutor(max_workers=config.parallel, thread_name_prefix="attempt") as pool:
+        futures = [pool.submit(one, job) for job in jobs]
+        for future in as_completed(futures):
+            record = future.result()
+            finished += 1
+            logger.info(
+                "attempt %s finished: %s",
+                record.attempt_id,
+                record.status,
+                extra={"task_id": record.task_id, "attempt_id": record.attempt_id},
+            )
+            if progress is not None:
+                progress(record, finished, len(jobs))
+
+
+def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> AttemptRecord:
+    """One attempt, start to record. Never raises for what the agent or submission does."""
+    from gauntlet.workspace import build_workspace, workspace_changes
+
+    started = now()
+    folder = store.attempt_dir(job.attempt_id)
+    if folder.exists():
+        shutil.rmtree(folder)  # leftovers of an attempt that never got recorded
+    folder.mkdir(parents=True)
+    ws_root = Path(tempfile.mkdtemp(prefix=f"gauntlet-ws-{job.attempt_id[:40]}-"))
+    budget = config.budget
+    if job.task.spec.budget.turns and not budget.turns:
+        budget = budget.model_copy(update={"turns": job.task.spec.budget.turns})
+    try:
+        workspace = build_workspace(
+            job.task, ws_root / "workspace", device=job.device, budget=budget
+        )
+        ctx = AgentContext(
+            task=job.task,
+            workspace=workspace.path,
+            brief=workspace.brief,
+            budget=budget,
+            model=config.model,
+            device=job.device,
+            transcript=folder / "transcript.jsonl",
+            seed=job.index,
+        )
+        result = _run_agent(job, ctx)
+        verdict = None
+        status: str
+        reason = ""
+        try:
+            verdict = judge(job.task, workspace.path, device=job.device, seed=secret, mode="final")
+            status, reason = verdict.status, verdict.reason
+        except GauntletError as err:
+            logger.error("judge failed on %s: %s", job.attempt_id, err)
+            status, reason = "judge_error", f"the judge failed: {err}"
+        if result.status == "error" and (verdict is None or verdict.status == "no_submission"):
+            status, reason = "agent_error", f"the agent failed: {result.message}"
+        kept = _keep_submission(job.task, workspace.path, folder / "submission")
+        changes = workspace_changes(workspace)
+        if config.keep_workspaces:
+            shutil.copytree(workspace.path, folder / "workspace", symlinks=True)
+    finally:
+        shutil.rmtree(ws_root, ignore_errors=True)
+    return AttemptRecord(
+        run_id=store.root.resolve().name,
+        attempt_id=job.attempt_id,
+        task_id=job.task.task_id,
+        track=job.task.spec.track,
+        level=job.task.spec.level,
+        platform=job.task.spec.platform,
+        agent=job.agent,
+        model=config.model.model,
+        index=job.index,
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        verdict=verdict,
+        usage=result.usage,
+        agent_status=result.status,
+        agent_message=result.message,
+        started_at=started,
+        finished_at=now(),
+        workspace_changes=changes,
+        submission_files=kept,
+    )
+
+
+def _run_agent(job: Job, ctx: AgentContext) -> AgentResult:
+    try:
+        return make_agent(job.agent).run(ctx)
+    except Exception:  # noqa: BLE001 - an agent's failure is recorded, never a dead run
+        logger.exception("agent %s failed on %s", job.agent, job.attempt_id)
+        return AgentResult(status="error", message=traceback.format_exc(limit=8)[-4000:])
+
+
+def _keep_submission(task: Task, workspace: Path, dest: Path) -> list[str]:
+    kept = []
+    for name in task.spec.submission.files:
+        source = workspace / name
+        if source.is_file() and not source.is_symlink():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            kept.append(name)
+    return kept

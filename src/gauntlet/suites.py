@@ -1,0 +1,81 @@
+"""Finding tasks: by id, by suite (`tasks/suites.toml`), by glob, track and device."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from pathlib import Path
+
+from gauntlet import settings
+from gauntlet.errors import ConfigError, TaskFormatError, UnknownNameError
+from gauntlet.task import Task, load_task
+
+SUITES_FILE = "suites.toml"
+
+
+def tasks_root() -> Path:
+    """The folder holding the shipped suite."""
+    return settings.TASKS_DIR
+
+
+def task_ids(root: Path | None = None) -> list[str]:
+    """Ids of every task folder under the root (its path relative to the root)."""
+    base = root or tasks_root()
+    return sorted(p.parent.relative_to(base).as_posix() for p in base.rglob("task.toml"))
+
+
+def suites(root: Path | None = None) -> dict[str, list[str]]:
+    """Suite name -> id glob patterns, from `suites.toml`; `all` is implicit."""
+    base = root or tasks_root()
+    path = base / SUITES_FILE
+    table: dict[str, list[str]] = {"all": ["*"]}
+    if not path.is_file():
+        return table
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise TaskFormatError(str(path), "", f"not valid TOML: {err}") from err
+    for name, patterns in raw.items():
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise TaskFormatError(str(path), name, "expected a list of task id patterns")
+        table[name] = patterns
+    return table
+
+
+def load_by_id(task_id: str, root: Path | None = None) -> Task:
+    """Load one task by id, or from a folder path."""
+    base = root or tasks_root()
+    folder = base / task_id
+    if (folder / "task.toml").is_file():
+        return load_task(folder, expected_id=task_id)
+    as_path = Path(task_id)
+    if (as_path / "task.toml").is_file():
+        return load_task(as_path)
+    raise UnknownNameError("task", task_id, task_ids(base), "see 'gauntlet tasks'")
+
+
+def select(
+    suite: str | None = None,
+    pattern: str | None = None,
+    track: str | None = None,
+    root: Path | None = None,
+) -> list[Task]:
+    """Tasks of a suite (default `all`), narrowed by an id glob and a track."""
+    base = root or tasks_root()
+    table = suites(base)
+    name = suite or "all"
+    if name not in table:
+        raise UnknownNameError(
+            "suite", name, sorted(table), f"suites are defined in {base / SUITES_FILE}"
+        )
+    ids = [i for i in task_ids(base) if any(fnmatch.fnmatchcase(i, p) for p in table[name])]
+    if pattern:
+        ids = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
+    tasks = [load_task(base / i, expected_id=i) for i in ids]
+    if track:
+        tasks = [t for t in tasks if t.spec.track == track]
+    if not tasks:
+        what = f"suite '{name}'" + (f", pattern '{pattern}'" if pattern else "")
+        what += f", track '{track}'" if track else ""
+        raise ConfigError(f"no task matches {what} under {base}")
+    return tasks
