@@ -79,6 +79,18 @@ def read_submission(task: Task, folder: Path) -> tuple[Submission | None, str]:
     return Submission(files=files, source_dir=folder), ""
 
 
+def syntax_error(files: dict[str, str]) -> str | None:
+    """The first Python syntax error among the files, with its place (compiling runs nothing)."""
+    for name, text in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            compile(text, name, "exec", dont_inherit=True)
+        except SyntaxError as err:
+            return f"{name}, line {err.lineno}, col {err.offset}: {err.msg}"
+    return None
+
+
 def digest(files: dict[str, str]) -> str:
     """sha256 over the submission's files, by name."""
     hasher = hashlib.sha256()
@@ -165,6 +177,9 @@ def judge(
         status: Status = "no_submission" if "missing" in problem else "build_error"
         return verdicts.stop("contract", status, problem)
     common: dict[str, object] = {"submission_digest": digest(submission.files)}
+    problem = syntax_error(submission.files)
+    if problem:
+        return verdicts.stop("contract", "build_error", problem, **common)
     verdicts.passed("contract")
 
     backend = backend_for(task)

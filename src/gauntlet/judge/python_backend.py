@@ -66,19 +66,17 @@ class PythonBackend:
         return None
 
     def build(self, task: Task, submission: Submission, workdir: Path, device: str) -> BuildResult:
-        """Write the files to a private folder and compile them to bytecode (nothing runs)."""
+        """Write the files to a private folder; Triton compiles at the first call, in the worker.
+
+        The syntax was checked by the contract gate; import errors surface as `build_error`
+        from the candidate worker.
+        """
         folder = workdir / "submission"
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in submission.files.items():
             target = folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-            if name.endswith(".py"):
-                try:
-                    compile(text, name, "exec", dont_inherit=True)
-                except SyntaxError as err:
-                    where = f"{name}, line {err.lineno}, col {err.offset}"
-                    return BuildResult(False, f"{where}: {err.msg}", log=str(err))
         return BuildResult(True, artifact=folder)
 
     def evaluate(self, request: EvalRequest) -> Evaluation:

@@ -1,0 +1,1 @@
+"""The command line's modules: each exports `register(app)` adding its commands."""

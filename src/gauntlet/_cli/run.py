@@ -1,0 +1,139 @@
+"""`gauntlet run`: tasks x agents x attempts into a run directory, with progress and a summary."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gauntlet._cli.output import out, styled_status
+from gauntlet.agents.base import Budget, ModelSettings
+from gauntlet.errors import ConfigError
+from gauntlet.runner import RunConfig, resume_run, start_run
+from gauntlet.store import AttemptRecord, RunStore
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smh]?)$")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `run` command."""
+    app.command("run")(run)
+
+
+def parse_duration(text: str) -> float:
+    """'30m', '1.5h', '90s' or '600' (seconds) -> seconds."""
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise ConfigError(f"budget '{text}' is not a duration (examples: 90s, 30m, 1.5h)")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+def run(
+    suite: str = typer.Option(None, "--suite", "-s", help="Suite (default: all tasks here)."),
+    tasks: str = typer.Option(None, "--tasks", help="Glob over task ids, e.g. 'triton2triton/*'."),
+    track: str = typer.Option(None, "--track", help="Only this track."),
+    agent: list[str] = typer.Option(None, "--agent", "-a", help="Agent (repeatable)."),
+    model: str = typer.Option(None, "--model", "-m", help="Model for LLM agents."),
+    base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+    device: str = typer.Option(None, "--device", "-d", help="Device (default: the best here)."),
+    out_dir: Path = typer.Option(None, "--out", "-o", help="Run directory to create."),
+    resume: Path = typer.Option(None, "--resume", help="Continue this run directory."),
+    parallel: int = typer.Option(1, "--parallel", "-j", min=1, help="Attempts at once."),
+    budget: str = typer.Option("30m", "--budget", help="Wall-clock budget per attempt."),
+    turns: int = typer.Option(0, "--turns", min=0, help="Turn budget (0: per task level)."),
+    attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="Attempts per task/agent."),
+    seed: int = typer.Option(None, "--seed", help="Secret seed (default: random)."),
+    keep_workspaces: bool = typer.Option(False, "--keep-workspaces", help="Keep workspaces."),
+) -> None:
+    """Run agents on tasks; exit 0 when the run completed, whatever the agents achieved."""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=out,
+        transient=False,
+    ) as bar:
+        handle = bar.add_task("attempts", total=None, last="")
+
+        def progress(record: AttemptRecord, done: int, total: int) -> None:
+            last = f"{record.task_id} [{record.agent}] {styled_status(record.status)}"
+            bar.update(handle, completed=done, total=total, last=last)
+
+        if resume is not None:
+            store = resume_run(resume, parallel=parallel, progress=progress)
+        else:
+            config = RunConfig(
+                suite=suite,
+                pattern=tasks,
+                track=track,
+                agents=agent or ["baseline", "expert"],
+                model=ModelSettings(model=model, base_url=base_url),
+                device=device,
+                attempts=attempts,
+                budget=Budget(wall_s=parse_duration(budget), turns=turns),
+                parallel=parallel,
+                seed=seed,
+                keep_workspaces=keep_workspaces,
+            )
+            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            store = start_run(config, out_dir or Path("runs") / stamp, progress=progress)
+    print_summary(store)
+    out.print(f"run directory: {store.root}")
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def print_summary(store: RunStore) -> None:
+    """Per task and agent: the status, visible configs correct, speedup; then per agent totals."""
+    records = store.attempts()
+    agents = sorted({r.agent for r in records})
+    by_cell: dict[tuple[str, str], list[AttemptRecord]] = defaultdict(list)
+    for record in records:
+        by_cell[(record.task_id, record.agent)].append(record)
+    table = Table(title=f"run {store.root.name}: {len(records)} attempts")
+    table.add_column("task")
+    for name in agents:
+        table.add_column(name)
+    for task_id in sorted({r.task_id for r in records}):
+        cells = []
+        for name in agents:
+            cell = []
+            for record in by_cell.get((task_id, name), []):
+                text = styled_status(record.status)
+                verdict = record.verdict
+                if verdict is not None:
+                    visible = verdict.visible()
+                    if visible:
+                        right = sum(1 for c in visible if c.correct)
+                        text += f" {right}/{len(visible)}"
+                    if verdict.speedup is not None:
+                        text += f" {verdict.speedup:.2f}x"
+                cell.append(text)
+            cells.append("\n".join(cell) or "-")
+        table.add_row(task_id, *cells)
+    out.print(table)
+    totals = Table(title="per agent")
+    for column in ("agent", "platform/track", "attempts", "pass", "geomean speedup (passing)"):
+        totals.add_column(column)
+    groups: dict[tuple[str, str], list[AttemptRecord]] = defaultdict(list)
+    for record in records:
+        groups[(record.agent, record.platform or record.track)].append(record)
+    for (name, group), items in sorted(groups.items()):
+        passing = [r.verdict.speedup for r in items if r.status == "pass" and r.verdict]
+        speedup = _geomean([s for s in passing if s is not None])
+        shown = f"{speedup:.2f}x" if speedup is not None else "not timed"
+        passed = sum(r.status == "pass" for r in items)
+        totals.add_row(name, group, str(len(items)), f"{passed}/{len(items)}", shown)
+    out.print(totals)

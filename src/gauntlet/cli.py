@@ -1,0 +1,62 @@
+"""The `gauntlet` command: a thin Typer layer over the library (see `gauntlet._cli`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from gauntlet.errors import ConfigError, GauntletError
+
+app = typer.Typer(
+    name="gauntlet",
+    help="Kernel Gauntlet: judge and benchmark AI agents that write compute kernels.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    from gauntlet._cli import devices, evaluate, run, tasks
+
+    for module in (tasks, evaluate, run, devices):
+        module.register(app)
+    # Modules of optional parts: registered where they exist in this installation.
+    import importlib
+
+    for name in ("report", "agents"):
+        try:
+            module = importlib.import_module(f"gauntlet._cli.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"gauntlet._cli.{name}":
+                raise
+            continue
+        module.register(app)
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug detail."),
+) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
+    )
+
+
+def main() -> None:
+    """Entry point: user errors print without a traceback and exit 2; usage errors exit 2."""
+    _register()
+    try:
+        app()
+    except ConfigError as err:
+        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False)
+        sys.exit(2)
+    except GauntletError as err:
+        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False)
+        sys.exit(1)

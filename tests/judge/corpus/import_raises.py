@@ -1,0 +1,4 @@
+# expect: build_error
+# reason: importing the submission failed
+
+raise ValueError("broken at import")

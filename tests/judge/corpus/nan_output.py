@@ -1,0 +1,21 @@
+# expect: incorrect
+# reason: non-finite value at index [0]
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    value = alpha * x + y
+    tl.store(out_ptr + offs, tl.where(offs == 0, value / 0.0 * 0.0, value), mask=mask)
+
+
+def scale_add(x, y, alpha):
+    out = torch.empty_like(x)
+    _k[(triton.cdiv(x.numel(), 512),)](x, y, out, x.numel(), alpha, BLOCK=512)
+    return out

@@ -1,0 +1,58 @@
+"""The verdict corpus: known kernels for the `scale_add` fixture task and their expected verdicts.
+
+Each file in `corpus/` starts with `# expect: STATUS` and optionally `# reason: TEXT`, a part of
+the verdict's reason. A refactor of the judge may change none of these verdicts.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from tests.support.fixtures import SCALE_ADD, with_spec
+
+from gauntlet.judge import judge
+from gauntlet.task import Task
+
+CORPUS = Path(__file__).parent / "corpus"
+CASES = sorted(CORPUS.glob("*.py"))
+
+
+def expectation(path: Path) -> tuple[str, str]:
+    text = path.read_text()
+    status = re.search(r"^# expect: (\w+)$", text, re.M)
+    reason = re.search(r"^# reason: (.+)$", text, re.M)
+    assert status, f"{path.name} has no '# expect:' line"
+    return status.group(1), reason.group(1) if reason else ""
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
+def test_corpus_verdict(case: Path, tmp_path: Path) -> None:
+    status, reason = expectation(case)
+    task: Task = SCALE_ADD()
+    if case.stem == "hangs":
+        task = with_spec(task, timeout_s=4)
+    shutil.copyfile(case, tmp_path / "kernel.py")
+    verdict = judge(task, tmp_path, device="cpu", seed=7)
+    assert verdict.status == status, verdict.reason
+    assert reason in verdict.reason
+    if status == "pass":
+        assert not verdict.timed and "not timed" in verdict.timing_note
+        assert all(c.correct for c in verdict.configs)
+        assert any(c.config.hidden for c in verdict.configs)
+
+
+def test_missing_file_is_no_submission(tmp_path: Path) -> None:
+    verdict = judge(SCALE_ADD(), tmp_path, device="cpu")
+    assert verdict.status == "no_submission"
+    assert "'kernel.py' is missing" in verdict.reason
+    assert [g.state for g in verdict.gates][:1] == ["failed"]
+
+
+def test_feedback_mode_checks_visible_configs_only(tmp_path: Path) -> None:
+    shutil.copyfile(CORPUS / "overfit.py", tmp_path / "kernel.py")
+    verdict = judge(SCALE_ADD(), tmp_path, device="cpu", mode="feedback")
+    assert verdict.status == "pass"
+    assert verdict.configs and not any(c.config.hidden for c in verdict.configs)

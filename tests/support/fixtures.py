@@ -1,0 +1,20 @@
+"""Fixture tasks for the judge's own tests (kept out of the shipped suite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gauntlet.task import Task, load_task
+
+TASKS = Path(__file__).parent / "tasks"
+
+
+def SCALE_ADD() -> Task:  # noqa: N802 - reads as the constant it stands for
+    """`triton2triton/scale_add`: out = alpha * x + y, tiny and fast under the interpreter."""
+    return load_task(TASKS / "triton2triton" / "scale_add")
+
+
+def with_spec(task: Task, **changes: Any) -> Task:
+    """The task with some spec fields changed (e.g. a short timeout for a hang test)."""
+    return task.model_copy(update={"spec": task.spec.model_copy(update=changes)})
