@@ -4,6 +4,8 @@ Every child runs in its own process group (session), so a timeout kills it toget
 anything it started. Output is captured to files and cut at a byte limit with a marker, so a
 child that prints without end costs disk and memory only up to that limit. Extra file
 descriptors (the judge's result pipe) are passed explicitly and inherited by nothing else.
+A child's stdout can also be streamed line by line to a callback (an agent's stream-json), and
+`kill_tree` reaches descendants that left the group (`setpgid`) but not the session.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +27,8 @@ logger = logging.getLogger(__name__)
 #: Default cap on captured stdout and stderr, each.
 OUTPUT_LIMIT_BYTES = 64 * 1024
 TRUNCATION_MARKER = "\n[... output cut at {limit} bytes ...]\n"
+#: Seconds `wait` gives the stdout reader thread to drain after the child ended.
+READER_JOIN_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,21 @@ class Child:
         stdin_data: bytes | None = None,
         output_limit: int = OUTPUT_LIMIT_BYTES,
         preexec: Callable[[], None] | None = None,
+        on_stdout_line: Callable[[str], None] | None = None,
     ) -> None:
+        """Start `argv` in its own session.
+
+        Args:
+            argv: The command.
+            env: Its whole environment (None: inherit ours).
+            cwd: Its working directory.
+            pass_fds: File descriptors it inherits.
+            stdin_data: Bytes written to its stdin (None: stdin is /dev/null).
+            output_limit: Bytes of stdout and stderr kept, each.
+            preexec: Called in the child before exec.
+            on_stdout_line: Called from a reader thread with each line of stdout (without the
+                newline) as it comes; the captured stdout is still kept up to `output_limit`.
+        """
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self._limit = output_limit
@@ -80,7 +99,7 @@ class Child:
                 env=dict(env) if env is not None else None,
                 cwd=str(cwd) if cwd is not None else None,
                 stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-                stdout=self._out,
+                stdout=subprocess.PIPE if on_stdout_line is not None else self._out,
                 stderr=self._err,
                 pass_fds=tuple(pass_fds),
                 start_new_session=True,
@@ -96,6 +115,23 @@ class Child:
                 self._proc.stdin.close()
             except BrokenPipeError:
                 logger.debug("child %s closed its stdin early", argv[0])
+        self._reader: threading.Thread | None = None
+        if on_stdout_line is not None:
+            self._reader = threading.Thread(
+                target=self._stream_stdout, args=(on_stdout_line,), daemon=True
+            )
+            self._reader.start()
+
+    def _stream_stdout(self, on_line: Callable[[str], None]) -> None:
+        stream = self._proc.stdout
+        assert stream is not None
+        kept = 0
+        for raw in iter(stream.readline, b""):
+            if kept <= self._limit:
+                self._out.write(raw[: self._limit + 1 - kept])
+                kept += len(raw)
+            on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        stream.close()
 
     @property
     def pid(self) -> int:
@@ -115,17 +151,54 @@ class Child:
         except PermissionError:
             self._proc.kill()
 
-    def wait(self, timeout_s: float | None = None) -> Finished:
-        """Wait for the end; past `timeout_s` kill the whole group. Always reaps the group."""
+    def kill_tree(self) -> None:
+        """Kill the group, every descendant still attached, and whatever stayed in the session.
+
+        A descendant that moved to a process group of its own is still found while its parent
+        lives (as a descendant) or after (by its session id). Only `setsid` escapes both; run
+        the child under a PID-namespace sandbox (bwrap) to contain that too.
+        """
+        import psutil
+
+        victims: set[int] = set()
+        try:
+            victims.update(p.pid for p in psutil.Process(self._proc.pid).children(recursive=True))
+        except psutil.Error:
+            pass
+        for proc in psutil.process_iter():
+            try:
+                if os.getsid(proc.pid) == self._proc.pid:
+                    victims.add(proc.pid)
+            except (ProcessLookupError, PermissionError, psutil.Error):
+                continue
+        self.kill_group()
+        for pid in victims - {os.getpid()}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+
+    def wait(self, timeout_s: float | None = None, *, kill_tree: bool = False) -> Finished:
+        """Wait for the end; past `timeout_s` kill the whole group. Always reaps the group.
+
+        Args:
+            timeout_s: Seconds to wait (None: no limit).
+            kill_tree: Kill with `kill_tree` instead of `kill_group` (descendants that left the
+                group go too).
+        """
+        kill = self.kill_tree if kill_tree else self.kill_group
         timed_out = False
         try:
             self._proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            self.kill_group()
+            kill()
             self._proc.wait()
         # Orphans the child left behind in its group (e.g. a spawned helper) go too.
-        self.kill_group()
+        kill()
+        if self._reader is not None:
+            # A descendant that escaped every kill may hold the pipe open; do not wait on it.
+            self._reader.join(timeout=READER_JOIN_S)
         finished = Finished(
             returncode=self._proc.returncode,
             stdout=read_capped(self._out, self._limit),

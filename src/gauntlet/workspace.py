@@ -57,6 +57,7 @@ class WorkspaceConfig(BaseModel):
 
     schema_version: int = WS_CONFIG_SCHEMA_VERSION
     task_id: str
+    track: str
     device: str
     task_dir: str
     """The task folder, for running the tools in-process when no tool server is reachable.
@@ -129,7 +130,9 @@ def build_workspace(task: Task, dest: Path, *, device: str, budget: Budget) -> W
     if spec.track == "accel":
         (dest / MANUAL_FILE).write_text(_accel_manual(task), encoding="utf-8")
 
-    ws_config = WorkspaceConfig(task_id=task.task_id, device=device, task_dir=str(task.root))
+    ws_config = WorkspaceConfig(
+        task_id=task.task_id, track=spec.track, device=device, task_dir=str(task.root)
+    )
     (dest / WS_CONFIG_FILE).write_text(ws_config.model_dump_json(indent=2) + "\n")
 
     brief = render_brief(task, device=device, budget=budget, reference_files=shown)

@@ -282,17 +282,25 @@ class Toolbox:
     # The feedback tools.
 
     def _tool_check(self) -> ToolResult:
-        verdict = self._verdict()
-        early = [g for g in verdict.gates if g.name in ("contract", "guards", "build")]
-        failed = next((g for g in early if g.state == "failed"), None)
-        lines = [f"{g.name}: {g.state}" for g in early]
-        if failed is not None:
-            lines.append("")
-            lines.append(failed.reason or verdict.reason)
-            return ToolResult(ok=False, text="\n".join(lines))
-        if not early:
-            return ToolResult(ok=False, text=f"{verdict.status}: {verdict.reason}")
-        lines.append("All checks passed.")
+        # The judge's first three gates only (nothing of the submission runs): fast feedback.
+        import tempfile
+
+        from gauntlet.judge.pipeline import backend_for, read_submission
+
+        submission, problem = read_submission(self.task, self.workspace)
+        if submission is None:
+            return ToolResult(ok=False, text=f"contract: failed\n\n{problem}")
+        lines = ["contract: passed"]
+        backend = backend_for(self.task)
+        finding = backend.guard(self.task, submission)
+        if finding:
+            return ToolResult(ok=False, text="\n".join([*lines, "guards: failed", "", finding]))
+        lines.append("guards: passed")
+        with tempfile.TemporaryDirectory(prefix="gauntlet-check-") as tmp:
+            build = backend.build(self.task, submission, Path(tmp), self.device)
+        if not build.ok:
+            return ToolResult(ok=False, text="\n".join([*lines, "build: failed", "", build.reason]))
+        lines += ["build: passed", "All checks passed."]
         return ToolResult(ok=True, text="\n".join(lines))
 
     def _tool_test(self) -> ToolResult:

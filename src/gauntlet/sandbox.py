@@ -1,0 +1,306 @@
+"""Sandboxes for agent processes: `none`, `bwrap` and `docker`.
+
+`prepare` turns an agent's command into the command that starts it inside the chosen sandbox:
+
+- `none`: the command itself, in the workspace, with the scrubbed environment it is given.
+- `bwrap` (bubblewrap): a new mount, PID, IPC, UTS and user namespace (network too unless
+  `network` is on). The file system holds only the workspace and the extra writable folders
+  (read-write), the toolchain (read-only: `/usr`, a few files of `/etc`, the Python
+  installation, the virtual environment, the `gauntlet` package for `gauntlet-ws`, the agent's
+  own installation), and fresh `/tmp`, `/proc`, `/dev`. The task folder (hidden configs, expert
+  solution), the run directory and other attempts' workspaces are not there. Killing bwrap kills
+  everything inside: the agent runs as PID 1's child in its own PID namespace.
+- `docker`: `docker run` of an image that holds the agent's CLI and Kernel Gauntlet, with the
+  workspace and the extra folders mounted at the same paths. Untested in this repository's CI
+  (no Docker daemon there); see docs/agents.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from gauntlet import process
+from gauntlet.errors import ConfigError
+
+SandboxKind = Literal["none", "bwrap", "docker"]
+SANDBOX_KINDS: tuple[str, ...] = SandboxKind.__args__  # type: ignore[attr-defined]
+
+#: Image `docker` runs when none is named: built by the user (docs/agents.md says how).
+DEFAULT_DOCKER_IMAGE = "kernel-gauntlet-agent:latest"
+
+#: Read-only system folders of the toolchain; top-level symlinks (`/bin -> usr/bin`) are kept.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+
+#: Files and folders of /etc that programs need (users, name resolution, TLS, the loader).
+ETC_ENTRIES = (
+    "passwd",
+    "group",
+    "hosts",
+    "hostname",
+    "resolv.conf",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "localtime",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "mime.types",
+)
+
+#: Seconds the usability probe of bwrap or docker may take.
+PROBE_TIMEOUT_S = 20.0
+
+
+class SandboxSpec(BaseModel):
+    """Which sandbox an agent process runs in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: SandboxKind = "none"
+    network: bool = True
+    """Whether the agent can reach the network (CLI agents need it for their model's API)."""
+    image: str = DEFAULT_DOCKER_IMAGE
+    """The image, for `docker`."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start a sandboxed command, and how to clean up after it."""
+
+    argv: list[str]
+    env: dict[str, str]
+    """The environment of the process started (bwrap or the docker client passes it on)."""
+    cwd: Path
+    cleanup: list[list[str]] = field(default_factory=list)
+    """Commands to run once the process is gone (e.g. `docker kill` of its container)."""
+
+
+def prepare(
+    spec: SandboxSpec,
+    argv: Sequence[str],
+    *,
+    workspace: Path,
+    env: Mapping[str, str],
+    writable: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
+    name: str = "gauntlet-agent",
+) -> Launch:
+    """The command that runs `argv` in `workspace` inside the sandbox `spec`.
+
+    Args:
+        spec: The sandbox.
+        argv: The agent's command; `argv[0]` is resolved on `env["PATH"]`.
+        workspace: The attempt's workspace: the working directory, writable.
+        env: The agent's whole (already scrubbed) environment.
+        writable: Further folders the agent may write (its home, the tool server's socket).
+        readable: Further folders it may read (beyond the toolchain and the agent's binary).
+        name: A name for the container (`docker`).
+
+    Returns:
+        The command, its environment and working directory, and the cleanup commands.
+
+    Raises:
+        ConfigError: The sandbox is not usable here.
+    """
+    workspace = Path(workspace).resolve()
+    if spec.kind == "none":
+        return Launch(argv=list(argv), env=dict(env), cwd=workspace)
+    problem = availability(spec.kind)
+    if problem is not None:
+        raise ConfigError(f"sandbox '{spec.kind}' is not usable here: {problem}")
+    if spec.kind == "bwrap":
+        return _bwrap(spec, argv, workspace, env, writable, readable)
+    return _docker(spec, argv, workspace, env, writable, name)
+
+
+def availability(kind: str) -> str | None:
+    """None when sandbox `kind` works here, else why not (with the remedy)."""
+    if kind == "none":
+        return None
+    if kind == "bwrap":
+        return _bwrap_problem()
+    if kind == "docker":
+        return _docker_problem()
+    raise ConfigError(f"unknown sandbox '{kind}' (known: {', '.join(SANDBOX_KINDS)})")
+
+
+def toolchain_paths() -> list[Path]:
+    """Folders outside the system ones that programs in the sandbox need, read-only.
+
+    The Python installation, the virtual environment and the folder holding the `gauntlet`
+    package (for `gauntlet-ws`); never the task suite or a run directory.
+    """
+    import gauntlet
+
+    package_root = Path(gauntlet.__file__).resolve().parent.parent
+    paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package_root]
+    return _outermost([p for p in paths if not _under_system(p)])
+
+
+def binary_paths(argv0: str, path_env: str) -> list[Path]:
+    """Folders holding an agent's executable and its script interpreter, for read-only binds.
+
+    Follows the symlink (`claude` -> `.../node_modules/.../cli.js`) and the `#!` line
+    (`/usr/bin/env node` -> the `node` found on PATH).
+    """
+    found: list[Path] = []
+    resolved = shutil.which(argv0, path=path_env)
+    if resolved is None:
+        return found
+    for executable in (Path(resolved), Path(resolved).resolve()):
+        found.append(executable.parent)
+    interpreter = _shebang_interpreter(Path(resolved).resolve(), path_env)
+    if interpreter is not None:
+        found += [interpreter.parent, interpreter.resolve().parent]
+    return _outermost([p for p in found if not _under_system(p)])
+
+
+def _bwrap(
+    spec: SandboxSpec,
+    argv: Sequence[str],
+    workspace: Path,
+    env: Mapping[str, str],
+    writable: Sequence[Path],
+    readable: Sequence[Path],
+) -> Launch:
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None  # availability() checked it
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    if spec.network:
+        args.append("--share-net")
+    args += _system_binds()
+    read_only = toolchain_paths() + binary_paths(argv[0], env.get("PATH", ""))
+    read_only += [Path(p).resolve() for p in readable]
+    for path in _outermost(read_only):
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    for path in [workspace, *(Path(p).resolve() for p in writable)]:
+        args += ["--bind", str(path), str(path)]
+    args += ["--chdir", str(workspace), "--", *argv]
+    return Launch(argv=args, env=dict(env), cwd=workspace)
+
+
+def _docker(
+    spec: SandboxSpec,
+    argv: Sequence[str],
+    workspace: Path,
+    env: Mapping[str, str],
+    writable: Sequence[Path],
+    name: str,
+) -> Launch:
+    docker = shutil.which("docker")
+    assert docker is not None  # availability() checked it
+    container = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in name)
+    args = [docker, "run", "--rm", "--name", container, "--init"]
+    args += ["--network", "bridge" if spec.network else "none"]
+    args += ["--user", f"{os.getuid()}:{os.getgid()}"]
+    for path in [workspace, *(Path(p).resolve() for p in writable)]:
+        args += ["--volume", f"{path}:{path}"]
+    args += ["--workdir", str(workspace)]
+    for key in sorted(env):
+        if key != "PATH":
+            args += ["--env", key]  # the value comes from the docker client's environment
+    args += [spec.image, *argv]
+    return Launch(
+        argv=args,
+        env=dict(env) | {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        cwd=workspace,
+        cleanup=[[docker, "kill", container]],
+    )
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for entry in SYSTEM_DIRS:
+        path = Path(entry)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), entry]
+        elif path.is_dir():
+            args += ["--ro-bind", entry, entry]
+    for name in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _under_system(path: Path) -> bool:
+    return any(path.is_relative_to(d) for d in SYSTEM_DIRS if Path(d).is_dir())
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """The paths without those inside another one of them, in order, without duplicates."""
+    kept: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if path.exists() and not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _shebang_interpreter(script: Path, path_env: str) -> Path | None:
+    try:
+        with script.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", errors="replace").split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        found = shutil.which(rest[0], path=path_env) if rest else None
+        return Path(found) if found else None
+    return Path(words[0])
+
+
+@functools.cache
+def _bwrap_problem() -> str | None:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "the 'bwrap' command is missing; install it with 'apt-get install bubblewrap'"
+    true = shutil.which("true") or "/usr/bin/true"
+    argv = [bwrap, "--die-with-parent", "--unshare-all", *_system_binds()]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--", true]
+    try:
+        finished = process.run(argv, timeout_s=PROBE_TIMEOUT_S)
+    except OSError as err:
+        return f"'{bwrap}' cannot be started: {err}"
+    if finished.returncode != 0:
+        detail = finished.stderr.strip().splitlines()
+        return (
+            f"bwrap cannot create a sandbox ({detail[-1] if detail else finished.returncode}); "
+            "unprivileged user namespaces may be disabled (sysctl "
+            "kernel.unprivileged_userns_clone=1)"
+        )
+    return None
+
+
+@functools.cache
+def _docker_problem() -> str | None:
+    docker = shutil.which("docker")
+    if docker is None:
+        return "the 'docker' command is missing; install Docker (https://docs.docker.com/engine/install/)"
+    try:
+        finished = process.run(
+            [docker, "version", "--format", "{{.Server.Version}}"], timeout_s=PROBE_TIMEOUT_S
+        )
+    except OSError as err:
+        return f"'{docker}' cannot be started: {err}"
+    if finished.returncode != 0:
+        detail = finished.stderr.strip().splitlines()
+        return f"the Docker daemon is not reachable ({detail[-1] if detail else 'no answer'})"
+    return None
