@@ -201,6 +201,14 @@ class ConfigsSpec(_Model):
     visible: list[Config] = Field(min_length=1, max_length=8)
     hidden: HiddenSpec
 
+    @model_validator(mode="after")
+    def _unique_names(self) -> ConfigsSpec:
+        names = [c.name for c in self.visible + self.hidden.fixed]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"config names must be unique; repeated: {', '.join(repeated)}")
+        return self
+
 
 class Tolerance(_Model):
     """The stated bound for one dtype: |out - ref| <= atol + rtol * |ref| element-wise."""
@@ -308,24 +316,6 @@ class TaskSpec(_Model):
     timeout_s: float = Field(default=120, gt=0)
     """Wall-clock limit of one config's checks in the worker."""
     memory_limit_mb: int = Field(default=4096, gt=0)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TaskSpec:
-        if (self.track == "accel") != (self.platform is not None):
-            raise ValueError("'platform' is required for track 'accel' and only allowed there")
-        expected = TRACK_LANGUAGE[self.track]
-        if self.submission.language != expected:
-            raise ValueError(
-                f"track '{self.track}' takes submissions in '{expected}', "
-                f"not '{self.submission.language}'"
-            )
-        if self.baseline is None and not self.track.startswith("torch2"):
-            raise ValueError(f"track '{self.track}' needs a [baseline]")
-        names = [c.name for c in self.configs.visible + self.configs.hidden.fixed]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"config names must be unique; repeated: {', '.join(dup)}")
-        return self
 
     def device_kinds(self) -> list[str]:
         """Device kinds this task can be judged on."""
@@ -452,6 +442,7 @@ def load_task(folder: Path | str, expected_id: str | None = None) -> Task:
             str(toml_path), key, message + (f" (and {more} more problems)" if more else "")
         ) from err
     task = Task(spec=spec, root=root)
+    _check_track(spec, toml_path)
     _check_files(task, toml_path)
     _check_expressions(task, toml_path)
     if expected_id is not None and spec.id != expected_id:
@@ -459,6 +450,25 @@ def load_task(folder: Path | str, expected_id: str | None = None) -> Task:
             str(toml_path), "id", f"expected '{expected_id}' (the folder's path in the suite)"
         )
     return task
+
+
+def _check_track(spec: TaskSpec, toml_path: Path) -> None:
+    """Rules that tie fields together, each reported at the key to change."""
+    where = str(toml_path)
+    if spec.track == "accel" and spec.platform is None:
+        raise TaskFormatError(where, "platform", "required for track 'accel' (npu, rvv)")
+    if spec.track != "accel" and spec.platform is not None:
+        raise TaskFormatError(where, "platform", "only allowed for track 'accel'")
+    expected = TRACK_LANGUAGE[spec.track]
+    if spec.submission.language != expected:
+        raise TaskFormatError(
+            where,
+            "submission.language",
+            f"track '{spec.track}' takes submissions in '{expected}', "
+            f"not '{spec.submission.language}'",
+        )
+    if spec.baseline is None and not spec.track.startswith("torch2"):
+        raise TaskFormatError(where, "baseline", f"track '{spec.track}' needs a [baseline]")
 
 
 def _check_files(task: Task, toml_path: Path) -> None:

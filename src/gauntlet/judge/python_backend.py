@@ -8,13 +8,16 @@ over non-inherited pipes, and the comparison happens here, in the trusted orches
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import resource
 import shutil
 import sys
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +95,9 @@ class _Trial:
     baseline_rel_l2: list[float]
     baseline_grad_rel_l2: list[float]
 
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.outputs + self.grads)
+
 
 @dataclass
 class _ConfigState:
@@ -114,6 +120,48 @@ def trials_for(task: Task, config: Config, seed: int) -> list[dict[str, Any]]:
     ]
 
 
+class _ReferenceCache:
+    """The reference worker's results, kept in this (trusted) process for later judgments.
+
+    Every attempt on a task in a run uses the same trials (the run's seed), so the reference is
+    computed once per task and config. Kept in memory only: nothing an agent can write to.
+    """
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.limit_bytes = limit_bytes
+        self.entries: OrderedDict[str, tuple[list[_Trial], int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def key(task: Task, state: _ConfigState, device: str) -> str:
+        files = [task.spec.reference.file, task.spec.inputs.file]
+        if task.spec.baseline is not None:
+            files.append(task.spec.baseline.file)
+        hasher = hashlib.sha256(task.spec.model_dump_json().encode())
+        for name in files:
+            hasher.update(task.path(name).read_bytes())
+        hasher.update(json.dumps([state.config.params, state.trials, device]).encode())
+        return hasher.hexdigest()
+
+    def get(self, key: str) -> list[_Trial] | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is None:
+                return None
+            self.entries.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: str, trials: list[_Trial]) -> None:
+        size = sum(t.nbytes() for t in trials)
+        with self.lock:
+            self.entries[key] = (trials, size)
+            while sum(s for _, s in self.entries.values()) > self.limit_bytes and self.entries:
+                self.entries.popitem(last=False)
+
+
+_REFERENCES = _ReferenceCache(limit_bytes=1 << 30)
+
+
 class _Evaluation:
     def __init__(self, request: EvalRequest) -> None:
         self.request = request
@@ -123,7 +171,7 @@ class _Evaluation:
         ]
         self.tmp = request.workdir / "worker-tmp"
 
-    def _request(self, role: str) -> dict[str, Any]:
+    def _request(self, role: str, states: list[_ConfigState]) -> dict[str, Any]:
         spec = self.task.spec
         build = self.request.build
         assert build.artifact is not None
@@ -147,28 +195,40 @@ class _Evaluation:
             },
             "configs": [
                 {"name": s.config.name, "params": s.config.params, "trials": s.trials}
-                for s in self.states
+                for s in states
             ],
         }
 
     def run(self) -> Evaluation:
         self.tmp.mkdir(parents=True, exist_ok=True)
+        keys = {
+            s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
+        }
+        missing = []
+        for state in self.states:
+            cached = _REFERENCES.get(keys[state.config.name])
+            if cached is None:
+                missing.append(state)
+            else:
+                state.reference = list(cached)
+        reference = None
         try:
-            reference = _Worker(
-                self._request("reference"), self.tmp / "reference", self.request.device
-            )
-            candidate = _Worker(
-                self._request("candidate"), self.tmp / "candidate", self.request.device
-            )
+            if missing:
+                reference = _Worker(self._request("reference", missing), self.tmp / "reference")
+            candidate = _Worker(self._request("candidate", self.states), self.tmp / "candidate")
         except OSError as err:
             raise JudgeError(
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
             ) from err
         try:
-            self._collect_reference(reference)
+            if reference is not None:
+                self._collect_reference(reference)
+                for state in missing:
+                    _REFERENCES.put(keys[state.config.name], state.reference)
             return self._collect_candidate(candidate)
         finally:
-            reference.close()
+            if reference is not None:
+                reference.close()
             candidate.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -407,7 +467,7 @@ def worker_env(tmp: Path) -> dict[str, str]:
 class _Worker:
     """A worker process with its request sent and its result pipe open."""
 
-    def __init__(self, request: dict[str, Any], tmp: Path, device: str) -> None:
+    def __init__(self, request: dict[str, Any], tmp: Path) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         request_r, request_w = os.pipe()
         result_r, result_w = os.pipe()

@@ -1,0 +1,5 @@
+"""`python -m gauntlet` runs the command line."""
+
+from gauntlet.cli import main
+
+main()

@@ -1,0 +1,134 @@
+"""Runs: records per attempt, resume, and a run killed with SIGKILL that resumes losslessly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gauntlet import settings
+from gauntlet.agents.base import Budget
+from gauntlet.errors import RecordError, UnknownNameError
+from gauntlet.runner import RunConfig, resume_run, start_run
+from gauntlet.store import RunStore
+from tests.support.fixtures import TASKS
+
+
+@pytest.fixture
+def fixture_tasks(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(settings, "TASKS_DIR", TASKS)
+    return TASKS
+
+
+def test_run_records_every_task_and_agent(fixture_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    config = RunConfig(agents=["baseline", "expert"], seed=3, device="cpu", parallel=2)
+    store = start_run(config, out)
+    records = store.attempts()
+    assert sorted((r.task_id, r.agent) for r in records) == [
+        ("triton2triton/scale_add", "baseline"),
+        ("triton2triton/scale_add", "expert"),
+    ]
+    assert all(r.status == "pass" for r in records), [r.reason for r in records]
+    info = store.info()
+    assert len(info.seed_hash) == 64 and (out / "secret-seed").read_text() == "3"
+    assert "torch" in info.environment
+    for record in records:
+        folder = store.attempt_dir(record.attempt_id)
+        assert (folder / "submission" / "kernel.py").is_file()
+        assert (folder / "transcript.jsonl").is_file()
+        assert record.verdict is not None and record.verdict.task_id == record.task_id
+        # The template is the baseline, so only the expert changes the workspace.
+        expected = {} if record.agent == "baseline" else {"kernel.py": "modified"}
+        assert record.workspace_changes == expected
+    lines = (out / "attempts.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["schema_version"] == 1 for line in lines)
+
+
+def test_unknown_agent_fails_before_anything_runs(fixture_tasks: Path, tmp_path: Path) -> None:
+    with pytest.raises(UnknownNameError, match="unknown agent 'nobody'"):
+        start_run(RunConfig(agents=["nobody"]), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_resume_skips_recorded_attempts(fixture_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    store = start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+    before = (out / "attempts.jsonl").read_text()
+    resume_run(out)
+    assert (out / "attempts.jsonl").read_text() == before
+    assert len(store.attempts()) == 1
+
+
+def test_refuses_to_overwrite_a_run(fixture_tasks: Path, tmp_path: Path) -> None:
+    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), tmp_path / "run")
+    with pytest.raises(RecordError, match="--resume"):
+        start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), tmp_path / "run")
+
+
+def test_torn_last_line_is_skipped(fixture_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+    with (out / "attempts.jsonl").open("a") as handle:
+        handle.write('{"kind": "attempt", "schema_ver')
+    assert len(RunStore(out).attempts()) == 1
+
+
+def test_sigkill_mid_run_then_resume_records_each_attempt_once(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    env = {**os.environ, "GAUNTLET_TASKS_DIR": str(TASKS)}
+    argv = [
+        sys.executable,
+        "-m",
+        "gauntlet",
+        "run",
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--agent",
+        "baseline",
+        "--agent",
+        "expert",
+        "--attempts",
+        "2",
+        "--seed",
+        "5",
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: TID251
+    attempts = out / "attempts.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if attempts.exists() and attempts.read_text().count("\n") >= 1:
+            break
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = attempts.read_text().count("\n")
+    assert 1 <= done_before < 4
+    resumed = subprocess.run(  # noqa: TID251 - the CLI as a user runs it
+        [sys.executable, "-m", "gauntlet", "run", "--resume", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    ids = [json.loads(line)["attempt_id"] for line in attempts.read_text().splitlines()]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 4
+    assert all(json.loads(line)["status"] == "pass" for line in attempts.read_text().splitlines())
+
+
+def test_budget_is_recorded(fixture_tasks: Path, tmp_path: Path) -> None:
+    store = start_run(
+        RunConfig(agents=["baseline"], seed=1, device="cpu", budget=Budget(wall_s=90)),
+        tmp_path / "run",
+    )
+    assert store.info().budget.wall_s == 90
