@@ -6,13 +6,12 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.support.rundirs import RunBuilder, sample_run
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, sample_run
 
 from gauntlet.compare import compare_runs
 from gauntlet.errors import ConfigError, UnknownNameError
-from gauntlet.score import Bootstrap
 
-FAST = Bootstrap(resamples=2_000, seed=0)
+FAST = FAST_BOOTSTRAP
 
 
 def two_runs(

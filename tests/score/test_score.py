@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.support.rundirs import RunBuilder, geomean, sample_run
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, geomean, sample_run
 
 from gauntlet.agents.base import Usage
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
@@ -20,7 +20,7 @@ from gauntlet.score import (
     score_run,
 )
 
-FAST = Bootstrap(resamples=2_000, seed=0)
+FAST = FAST_BOOTSTRAP
 
 
 def only_group(run_dir: Path) -> GroupScores:

@@ -17,10 +17,14 @@ from typing import Any
 
 from gauntlet.agents.base import Budget, Usage
 from gauntlet.judge.verdict import ConfigResult, Gate, Timing, Verdict
+from gauntlet.score import Bootstrap
 from gauntlet.store import AttemptRecord, RunInfo, RunStore, attempt_id_for
 from gauntlet.task import Config
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+#: Fewer resamples than the default keep tests fast; point estimates do not depend on them.
+FAST_BOOTSTRAP = Bootstrap(resamples=2_000, seed=0)
 
 KERNEL_PY = """import triton
 import triton.language as tl

@@ -1,0 +1,134 @@
+"""The report page's content, without a browser: sections, escaping, limits, edge cases."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.report.dom import number_cells, value_cell
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
+
+from gauntlet.errors import RecordError
+from gauntlet.report import render_report, write_report
+from gauntlet.report.attempts import TRANSCRIPT_LIMIT_BYTES
+from gauntlet.score import score_run
+
+
+def test_report_is_self_contained(sample_report: tuple[Path, Path]) -> None:
+    html = sample_report[1].read_text()
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "<link" not in html and not re.search(r"<script[^>]+src", html)
+    assert "@import" not in html and "url(http" not in html
+    assert html.count("<svg") == 5  # both groups: speedups and fast_p; the first: SOL
+
+
+def test_report_has_every_section(sample_report: tuple[Path, Path]) -> None:
+    run_dir, path = sample_report
+    html = path.read_text()
+    scores = score_run(run_dir, bootstrap=FAST_BOOTSTRAP)
+    for heading in ("Summary", "By track", "By level", "By platform", "Speed", "Generalization"):
+        assert f"<h3>{heading}</h3>" in html
+    for heading in ("Cost", "Tasks"):
+        assert f"<h3>{heading}</h3>" in html
+    for group in scores.groups:
+        assert f'<table class="sortable tasks" data-group="{group.label}">' in html
+        for task in group.tasks:
+            for attempt_id in task.attempt_ids:
+                assert f'data-attempt="{attempt_id}"' in html
+    # The second group cannot chart speed-of-light: cuda/scan's verdict has no figure.
+    assert "no speed-of-light for task &#39;cuda/scan&#39;" in html
+    assert "Overfit (visible correct, hidden wrong)" in html
+    assert ">3/5<" in html  # accel k/n
+
+
+def test_attempt_sections_show_submission_verdict_and_transcript(
+    sample_report: tuple[Path, Path],
+) -> None:
+    html = sample_report[1].read_text()
+    start = html.index('data-attempt="triton__layernorm--scripted--0"')
+    section = html[start : html.index("</details>", start)]
+    assert '<div class="highlight">' in section  # pygments
+    assert '<span class="nd">@triton</span>' in section.replace("\n", "")
+    assert 'data-config="H1"' in section and "hidden config H1 wrong" in section
+    assert '<span class="bad">✗</span>' in section and '<span class="ok">✓</span>' in section
+    assert "Make triton/layernorm faster." in section  # transcript entry
+    assert 'class="label">user<' in section
+
+
+def test_untrusted_text_is_escaped_and_links_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-VALUE")
+    run = RunBuilder(tmp_path / "run")
+    run.add(
+        "t/evil",
+        "pass",
+        speedup=1.5,
+        submission={"kernel.py": "x = '</script><script>alert(2)</script>'\n"},
+        transcript=[
+            {"role": "assistant", "content": "<script>alert(1)</script>"},
+            {"type": "tool", "content": [{"type": "text", "text": "<img src=x onerror=alert(3)>"}]},
+        ],
+    )
+    run_dir = run.write()
+    folder = run_dir / "attempts" / "t__evil--scripted--0"
+    (folder / "submission" / "link.py").symlink_to(secret)
+    (folder / "transcript-link.txt").symlink_to(secret)
+    (folder / "judge.log").write_text("judge ran\n")
+    html = render_report(run_dir, bootstrap=FAST_BOOTSTRAP)
+
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(3)&gt;" in html
+    assert "TOP-SECRET-VALUE" not in html
+    assert html.count("a link, not shown") == 2
+    assert "judge.log (10 bytes)" in html
+
+
+def test_long_transcripts_are_cut_with_a_marker(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path / "run")
+    lines = [{"role": "assistant", "content": "y" * 1000} for _ in range(400)]
+    run.add("t/long", "incorrect", transcript=lines)
+    html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
+    size = sum(len(json.dumps(line)) + 1 for line in lines)
+    assert f"[... {size - TRANSCRIPT_LIMIT_BYTES} more bytes not shown]" in html
+
+
+def test_untimed_run_says_not_timed(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path / "run", device="cpu")
+    run.add("t/a", "pass")
+    run.add("t/b", "incorrect")
+    html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
+    assert "<svg" not in html
+    assert "No speed charts: not timed (the cpu device is not timed)." in html
+    cells = number_cells(html)
+    assert value_cell(cells, table="summary", metric="deployable_speedup").text == "n/a"
+    assert value_cell(cells, table="summary", metric="pass_rate").text == "50.0%"
+
+
+def test_missing_attempts_are_flagged(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path / "run", task_ids=["t/a", "t/b"])
+    run.add("t/a", "pass", speedup=2.0)
+    html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
+    assert "1 task(s) of the run have no recorded attempt and count as failures:" in html
+
+
+def test_empty_run(tmp_path: Path) -> None:
+    html = render_report(RunBuilder(tmp_path / "run").write(), bootstrap=FAST_BOOTSTRAP)
+    assert "This run holds no attempt yet." in html
+
+
+def test_write_report_paths(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path / "run")
+    run.add("t/a", "build_error")
+    run_dir = run.write()
+    assert write_report(run_dir, bootstrap=FAST_BOOTSTRAP) == run_dir / "report.html"
+    elsewhere = write_report(run_dir, tmp_path / "out" / "r.html", bootstrap=FAST_BOOTSTRAP)
+    # Rendering is deterministic: same run, same bootstrap, same page.
+    assert elsewhere.read_text() == (run_dir / "report.html").read_text()
+    with pytest.raises(RecordError, match="cannot write the report"):
+        write_report(run_dir, tmp_path / "out", bootstrap=FAST_BOOTSTRAP)  # a directory
+    with pytest.raises(RecordError, match="does not exist"):
+        write_report(tmp_path / "nowhere")
