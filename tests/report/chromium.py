@@ -66,12 +66,15 @@ def console_messages(stderr: str) -> list[str]:
     return [match.group(1) for match in map(_CONSOLE.search, stderr.splitlines()) if match]
 
 
-def load(page: Path, workdir: Path, *, width: int = 1280, height: int = 2000) -> PageLoad:
-    """Open a local page in headless Chromium: its DOM, its console and a screenshot."""
+def load(
+    page: Path, workdir: Path, *, width: int = 1280, height: int = 2000, fragment: str = ""
+) -> PageLoad:
+    """Open a local page (at `#fragment`) in headless Chromium: DOM, console and screenshot."""
     workdir.mkdir(parents=True, exist_ok=True)
     shot = workdir / "screenshot.png"
     args = ["--dump-dom", f"--screenshot={shot}", f"--window-size={width},{height}"]
-    done = _chromium([*args, page.resolve().as_uri()], workdir / "profile")
+    url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
+    done = _chromium([*args, url], workdir / "profile")
     assert done.returncode == 0 and shot.exists(), done.stderr[-3000:]
     return PageLoad(dom=done.stdout, console=console_messages(done.stderr), screenshot=shot)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ def test_sortable_table_sorts_in_the_browser(tmp_path: Path) -> None:
         "<tr><td>b</td><td data-sort='10'>10×</td></tr>"
         "<tr><td>a</td><td data-sort='9.5'>9.5×</td></tr>"
         "<tr><td>c</td><td data-sort='-1'>n/a</td></tr>"
-        "</tbody></table><script>" + str(asset("sortable.js")) + "</script><script>"
+        "</tbody></table><script>" + str(asset("report.js")) + "</script><script>"
         "var th = document.querySelectorAll('#t th');"
         "th[1].click(); document.body.dataset.asc = "
         "Array.from(document.querySelectorAll('#t tbody td:first-child'))"
@@ -140,6 +141,14 @@ def test_sortable_table_sorts_in_the_browser(tmp_path: Path) -> None:
     assert 'data-asc="cab"' in page.dom
     assert 'data-desc="bac"' in page.dom
     assert 'data-names="abc"' in page.dom
+
+
+def test_a_link_to_an_attempt_opens_it(sample_report: tuple[Path, Path], tmp_path: Path) -> None:
+    anchor = "attempt-triton__softmax--scripted--0"
+    page = load(sample_report[1], tmp_path / "anchor", height=600, fragment=anchor)
+    assert page.console == []
+    opened = re.findall(r"<details[^>]*\bopen\b[^>]*>", page.dom)
+    assert len(opened) == 1 and f'id="{anchor}"' in opened[0]
 
 
 def test_leaderboard_page_loads_clean(sample_report: tuple[Path, Path], tmp_path: Path) -> None:

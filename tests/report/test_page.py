@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
 
 from gauntlet.errors import RecordError
 from gauntlet.report import render_report, write_report
-from gauntlet.report.attempts import TRANSCRIPT_LIMIT_BYTES
+from gauntlet.report.attempts import TRANSCRIPT_LIMIT_CHARS
 from gauntlet.score import score_run
 
 
@@ -54,8 +53,8 @@ def test_attempt_sections_show_submission_verdict_and_transcript(
     assert '<span class="nd">@triton</span>' in section.replace("\n", "")
     assert 'data-config="H1"' in section and "hidden config H1 wrong" in section
     assert '<span class="bad">✗</span>' in section and '<span class="ok">✓</span>' in section
-    assert "Make triton/layernorm faster." in section  # transcript entry
-    assert 'class="label">user<' in section
+    assert "[0] user: Make triton/layernorm faster." in section  # transcript, rendered
+    assert "[1] assistant: I will tile the loop." in section
 
 
 def test_untrusted_text_is_escaped_and_links_not_followed(tmp_path: Path) -> None:
@@ -68,8 +67,8 @@ def test_untrusted_text_is_escaped_and_links_not_followed(tmp_path: Path) -> Non
         speedup=1.5,
         submission={"kernel.py": "x = '</script><script>alert(2)</script>'\n"},
         transcript=[
-            {"role": "assistant", "content": "<script>alert(1)</script>"},
-            {"type": "tool", "content": [{"type": "text", "text": "<img src=x onerror=alert(3)>"}]},
+            {"type": "text", "text": "<script>alert(1)</script>"},
+            {"type": "assistant", "message": {"content": "<img src=x onerror=alert(3)>"}},
         ],
     )
     run_dir = run.write()
@@ -89,11 +88,12 @@ def test_untrusted_text_is_escaped_and_links_not_followed(tmp_path: Path) -> Non
 
 def test_long_transcripts_are_cut_with_a_marker(tmp_path: Path) -> None:
     run = RunBuilder(tmp_path / "run")
-    lines = [{"role": "assistant", "content": "y" * 1000} for _ in range(400)]
+    # 400 lines of 1,000 characters: 300 fit in the limit.
+    lines = [{"type": "text", "text": "y" * 1000} for _ in range(400)]
     run.add("t/long", "incorrect", transcript=lines)
     html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
-    size = sum(len(json.dumps(line)) + 1 for line in lines)
-    assert f"[... {size - TRANSCRIPT_LIMIT_BYTES} more bytes not shown]" in html
+    assert TRANSCRIPT_LIMIT_CHARS == 300_000
+    assert "[... 100 more lines not shown]" in html
 
 
 def test_untimed_run_says_not_timed(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.agents.base import Budget, Usage
+from gauntlet.agents.transcript import MessageAdded
 from gauntlet.judge.verdict import ConfigResult, Gate, Timing, Verdict
 from gauntlet.score import Bootstrap
 from gauntlet.store import AttemptRecord, RunInfo, RunStore, attempt_id_for
@@ -183,7 +184,11 @@ class RunBuilder:
         submission: dict[str, str] | None = None,
         transcript: list[dict[str, Any]] | None = None,
     ) -> AttemptRecord:
-        """Record one attempt; see `make_verdict` for the verdict arguments."""
+        """Record one attempt; see `make_verdict` for the verdict arguments.
+
+        `transcript` lists the JSON lines of `transcript.jsonl`; by default two toolcall
+        messages (user, assistant).
+        """
         attempt_id = attempt_id_for(task_id, agent, index)
         made = (
             make_verdict(
@@ -223,15 +228,20 @@ class RunBuilder:
         )
         self.records.append(record)
         self.files[attempt_id] = files
-        lines = transcript
-        if lines is None:
-            lines = [
-                {"role": "user", "content": f"Make {task_id} faster."},
-                {"role": "assistant", "content": "I will tile the loop."},
-            ]
-        self.files[attempt_id + "/transcript"] = {
-            "transcript.jsonl": "".join(json.dumps(line) + "\n" for line in lines)
-        }
+        if transcript is None:
+            # What the toolcall agent writes: typed events, one per line.
+            text = "".join(
+                MessageAdded(time=T0, turn=turn, message=message).model_dump_json() + "\n"
+                for turn, message in enumerate(
+                    [
+                        {"role": "user", "content": f"Make {task_id} faster."},
+                        {"role": "assistant", "content": "I will tile the loop."},
+                    ]
+                )
+            )
+        else:
+            text = "".join(json.dumps(line) + "\n" for line in transcript)
+        self.files[attempt_id + "/transcript"] = {"transcript.jsonl": text}
         return record
 
     def write(self) -> Path:

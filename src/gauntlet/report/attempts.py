@@ -7,10 +7,8 @@ with an explicit marker, and always escaped before they reach the page.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
@@ -18,11 +16,8 @@ from gauntlet.store import AttemptRecord, RunStore
 
 #: Largest part of one submission file shown (the judge's own limit per file is 200 kB).
 SUBMISSION_LIMIT_BYTES = 200_000
-#: Largest part of one attempt's transcripts shown.
-TRANSCRIPT_LIMIT_BYTES = 300_000
-#: Keys under which transcript events carry their text, most specific first.
-_TEXT_KEYS = ("content", "text", "message", "result", "output")
-_LABEL_KEYS = ("role", "type", "event", "kind")
+#: Largest part of one transcript shown, in characters of its rendered lines.
+TRANSCRIPT_LIMIT_CHARS = 300_000
 
 
 @dataclass(frozen=True)
@@ -36,21 +31,13 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
-class TranscriptEntry:
-    """One event of a transcript."""
-
-    label: str
-    text: str
-
-
-@dataclass(frozen=True)
 class Transcript:
-    """One transcript file of an attempt."""
+    """One transcript file of an attempt, in readable lines."""
 
     name: str
-    entries: list[TranscriptEntry]
-    truncated_bytes: int = 0
-    """Bytes left out past `TRANSCRIPT_LIMIT_BYTES`."""
+    lines: list[str]
+    lines_left_out: int = 0
+    """Lines not shown past `TRANSCRIPT_LIMIT_CHARS`."""
 
 
 @dataclass(frozen=True)
@@ -112,41 +99,21 @@ def _source_file(path: Path, name: str) -> SourceFile:
     return SourceFile(name, size, html)
 
 
-def _entry(event: Any) -> TranscriptEntry:
-    if not isinstance(event, dict):
-        return TranscriptEntry("", json.dumps(event, indent=1))
-    label = next((str(event[k]) for k in _LABEL_KEYS if isinstance(event.get(k), str)), "")
-    for key in _TEXT_KEYS:
-        value = event.get(key)
-        if isinstance(value, str):
-            return TranscriptEntry(label, value)
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            # Content blocks (text, tool calls, tool results) as chat APIs write them.
-            parts = [
-                b["text"] if isinstance(b.get("text"), str) else json.dumps(b, indent=1)
-                for b in value
-            ]
-            return TranscriptEntry(label, "\n\n".join(parts))
-    return TranscriptEntry(label, json.dumps(event, indent=1, ensure_ascii=False))
-
-
 def _transcript(path: Path) -> Transcript:
+    from gauntlet.agents.transcript import render_transcript
+
     if path.is_symlink():
-        return Transcript(path.name, [TranscriptEntry("", "a link, not shown")])
-    data, left_out = _read_capped(path, TRANSCRIPT_LIMIT_BYTES)
-    text = data.decode("utf-8", errors="replace")
-    if not path.name.endswith((".jsonl", ".ndjson")):
-        return Transcript(path.name, [TranscriptEntry("", text)], left_out)
-    entries: list[TranscriptEntry] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            entries.append(_entry(json.loads(line)))
-        except json.JSONDecodeError:
-            # A line cut by the size limit or by a killed agent: shown as it is.
-            entries.append(TranscriptEntry("", line))
-    return Transcript(path.name, entries, left_out)
+        return Transcript(path.name, ["a link, not shown"])
+    # One renderer for every agent's format: toolcall events, CLI streams, plain text.
+    rendered = render_transcript(path)
+    shown: list[str] = []
+    total_chars = 0
+    for line in rendered:
+        total_chars += len(line)
+        if total_chars > TRANSCRIPT_LIMIT_CHARS:
+            break
+        shown.append(line)
+    return Transcript(path.name, shown, len(rendered) - len(shown))
 
 
 def attempt_anchor(attempt_id: str) -> str:

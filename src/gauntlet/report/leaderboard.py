@@ -124,7 +124,7 @@ class Leaderboard(BaseModel):
             specs=METRIC_BY_KEY,
             css=asset("report.css"),
             highlight_css=Markup(""),
-            script=asset("sortable.js"),
+            script=asset("report.js"),
         )
 
 

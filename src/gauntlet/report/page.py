@@ -29,7 +29,6 @@ from gauntlet.score import (
     Dimension,
     GroupScores,
     RunScores,
-    TaskScore,
     Unit,
     score_run,
 )
@@ -51,9 +50,8 @@ class GroupView:
     plots: dict[str, Markup] = field(default_factory=dict)
     """`speedup`, `fast_p` and `sol` charts; empty when the group is not timed."""
     breakdowns: list[tuple[Dimension, list[Breakdown]]] = field(default_factory=list)
-    overfit: list[TaskScore] = field(default_factory=list)
-    first_attempt: dict[str, str] = field(default_factory=dict)
-    """Task id -> anchor of its first attempt."""
+    overfit: list[tuple[str, str]] = field(default_factory=list)
+    """Task id and anchor of each overfit attempt."""
 
     @property
     def has_accel(self) -> bool:
@@ -103,8 +101,12 @@ def _group_view(number: int, group: GroupScores, anchors: dict[str, str]) -> Gro
         anchor=f"group-{number}",
         plots=plots,
         breakdowns=breakdowns,
-        overfit=[t for t in group.tasks if "overfit" in t.statuses],
-        first_attempt={t.task_id: anchors[t.attempt_ids[0]] for t in group.tasks if t.attempt_ids},
+        overfit=[
+            (task.task_id, anchors[attempt_id])
+            for task in group.tasks
+            for attempt_id, status in zip(task.attempt_ids, task.statuses, strict=False)
+            if status == "overfit"
+        ],
     )
 
 
@@ -144,7 +146,7 @@ def render_report(
         breakdown_keys=BREAKDOWN_KEYS,
         css=asset("report.css"),
         highlight_css=Markup(highlight_css()),
-        script=asset("sortable.js"),
+        script=asset("report.js"),
     )
 
 

@@ -1,5 +1,5 @@
-// Sorts a table with class "sortable" when a header cell is clicked: by each cell's
-// data-sort value when it has one (numbers compare as numbers), else by its text.
+// The report's only script. Sorts a table with class "sortable" when a header cell is clicked:
+// by each cell's data-sort value when it has one (numbers compare as numbers), else by its text.
 (function () {
   "use strict";
   function key(cell) {
@@ -30,4 +30,16 @@
       });
     });
   });
+})();
+
+// Opens the attempt a link points to: a closed <details> hides its content otherwise.
+(function () {
+  "use strict";
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id ? document.getElementById(id) : null;
+    if (target && target.tagName === "DETAILS") { target.open = true; target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
 })();
