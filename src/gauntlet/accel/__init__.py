@@ -1,0 +1,33 @@
+"""Simulated accelerators: ISA framework, assembler, simulator, manual, and the platforms."""
+
+from gauntlet.accel.assembler import (
+    AsmError,
+    Diagnostic,
+    Program,
+    assemble,
+    check_syntax,
+    disassemble,
+)
+from gauntlet.accel.contract import MemoryContract, Region
+from gauntlet.accel.faults import Fault, FaultKind
+from gauntlet.accel.platform import Platform, get_platform, platform_names
+from gauntlet.accel.simulator import Profile, SimResult, simulate
+
+__all__ = [
+    "AsmError",
+    "Diagnostic",
+    "Fault",
+    "FaultKind",
+    "MemoryContract",
+    "Platform",
+    "Profile",
+    "Program",
+    "Region",
+    "SimResult",
+    "assemble",
+    "check_syntax",
+    "disassemble",
+    "get_platform",
+    "platform_names",
+    "simulate",
+]

@@ -1,0 +1,531 @@
+"""The simulated machine: registers, memories, unit timelines, scoreboard and DMA bookkeeping.
+
+Instructions execute functionally at dispatch, in program order, so results never depend on
+timing. Timing is computed alongside, per unit:
+
+- the front end dispatches one instruction per cycle (`t`), and runs scalar and control
+  instructions itself;
+- every other unit takes instructions from a queue and runs them one at a time; an instruction
+  starts when its unit is free, when its queue position allows, and when every instruction of
+  another unit that it depends on has finished (`deps`: read-after-write, write-after-read and
+  write-after-write on SRAM ranges and shared registers);
+- DMA transfers are asynchronous and not interlocked: until a `dwait`/`dfence` retires them,
+  touching what they write (or writing what they read) is a `dma_race` fault, which is how the
+  simulator makes a missing wait visible instead of silently reading stale data.
+
+The hot path (`codegen.py`) inlines the common checks and calls the methods here only for the
+rare cases (faults, dependencies, queue stalls), so they may be slow and thorough.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import ml_dtypes
+import numpy as np
+
+from gauntlet.accel.contract import MemoryContract, Region
+from gauntlet.accel.faults import FaultKind, SimFault
+from gauntlet.accel.isa import evaluate_formula
+from gauntlet.accel.platform import Platform
+from gauntlet.errors import ConfigError
+
+#: Why the front end or a unit waited; `Profile.stalls` reports cycles under these names.
+STALL_CAUSES = ("dma_wait", "queue_full", "register_dependency", "memory_dependency", "branch")
+DMA_WAIT, QUEUE_FULL, REGISTER_DEPENDENCY, MEMORY_DEPENDENCY, BRANCH = range(len(STALL_CAUSES))
+
+_NUMPY_DTYPE: dict[str, Any] = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
+
+
+class Halt(Exception):
+    """Raised by `halt` (and by running past the last instruction) to end a run."""
+
+
+class SramState:
+    """The contents of one SRAM and which of its words were ever written."""
+
+    __slots__ = ("name", "sid", "data", "written", "words", "align")
+
+    def __init__(self, name: str, sid: int, words: int, align: int) -> None:
+        self.name = name
+        self.sid = sid
+        self.words = words
+        self.align = align
+        self.data = np.full(words, np.nan, dtype=np.float32)
+        self.written = bytearray(words)
+
+
+class HbmRegion:
+    """One contract region in HBM: its bytes as a typed array and what was written."""
+
+    __slots__ = ("region", "base", "end", "itemsize", "data", "written", "pending", "pending_count")
+
+    def __init__(self, region: Region, values: np.ndarray | None) -> None:
+        self.region = region
+        self.base = region.base
+        self.end = region.end
+        self.itemsize = region.itemsize
+        dtype = _NUMPY_DTYPE[region.dtype]
+        if values is None:
+            self.data = np.full(region.elements, np.nan, dtype=dtype)
+            self.written: np.ndarray | None = np.zeros(region.elements, dtype=np.bool_)
+        else:
+            self.data = np.ascontiguousarray(values, dtype=dtype).reshape(-1).copy()
+            self.written = None
+        self.pending: np.ndarray | None = None
+        """Per element, how many stores not yet waited for write it (allocated on demand)."""
+        self.pending_count = 0
+
+
+class Machine:
+    """The state of one simulated run of a platform."""
+
+    __slots__ = (
+        "platform",
+        "params",
+        "regs",
+        "reg_written",
+        "ready",
+        "vl",
+        "sram",
+        "sram_by_id",
+        "hbm",
+        "hbm_bases",
+        "t",
+        "free",
+        "horizon",
+        "busy",
+        "counts",
+        "queues",
+        "inflight",
+        "compute_units",
+        "stalls",
+        "pending",
+        "tag_done",
+        "dma_bytes_read",
+        "dma_bytes_written",
+        "loops",
+        "ones",
+        "ones_vl",
+        "env",
+    )
+
+    def __init__(
+        self,
+        platform: Platform,
+        contract: MemoryContract | None = None,
+        inputs: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
+        """Build a machine with poisoned memories, zeroed registers and the inputs in HBM.
+
+        Raises:
+            ConfigError: the contract does not fit in HBM, or the inputs do not match it.
+        """
+        self.platform = platform
+        self.params = platform.param_values()
+        self.env: dict[str, Any] = formula_env(self.params)
+        self.regs: dict[str, list[Any]] = {}
+        self.reg_written: dict[str, list[bool]] = {}
+        self.ready: dict[str, list[int]] = {}
+        for regfile in platform.isa.register_files:
+            if regfile.kind == "array":
+                shape = tuple(evaluate_formula(d, self.env) for d in regfile.shape)
+                fill = False if regfile.dtype == "bool" else np.nan
+                dtype = np.bool_ if regfile.dtype == "bool" else np.float32
+                self.regs[regfile.name] = [
+                    np.full(shape, fill, dtype=dtype) for _ in range(regfile.count)
+                ]
+                self.reg_written[regfile.name] = [not regfile.tracked] * regfile.count
+            else:
+                zero: Any = 0.0 if regfile.kind == "float" else 0
+                # One extra slot past the end receives writes to the hardwired-zero register.
+                self.regs[regfile.name] = [zero] * (regfile.count + 1)
+                self.ready[regfile.name] = [0] * regfile.count
+        self.vl = int(self.params.get("vlen", 1))
+        self.sram: dict[str, SramState] = {}
+        self.sram_by_id: list[SramState] = []
+        for sid, space in enumerate(platform.spaces):
+            state = SramState(space.name, sid, space.words, space.align)
+            self.sram[space.name] = state
+            self.sram_by_id.append(state)
+        self.ones = memoryview(b"\x01" * max((s.words for s in platform.spaces), default=1))
+        self.ones_vl = self.ones[: self.vl]
+        units = platform.units
+        self.t = 0
+        self.free = [0] * len(units)
+        self.horizon = [0] * len(units)
+        self.busy = [0] * len(units)
+        self.counts = [0] * len(units)
+        self.queues: list[deque[int]] = [deque(maxlen=max(1, u.queue_depth)) for u in units]
+        # A unit has at most queue_depth + 1 instructions in flight when another unit looks;
+        # older records can no longer delay anything and fall off the end.
+        self.inflight: list[deque[tuple[Any, ...]]] = [
+            deque(maxlen=u.queue_depth + 4) for u in units
+        ]
+        self.compute_units = [i for i, u in enumerate(units) if u.kind == "compute"]
+        self.stalls = [0] * len(STALL_CAUSES)
+        self.pending: list[
+            tuple[int, int, int, int, bool, np.ndarray | None, HbmRegion | None]
+        ] = []
+        self.tag_done = [0] * int(self.params.get("dma_tags", 1))
+        self.dma_bytes_read = 0
+        self.dma_bytes_written = 0
+        self.loops: list[list[int]] = []
+        self.hbm: list[HbmRegion] = []
+        self.hbm_bases: list[int] = []
+        if contract is not None:
+            self._load_contract(contract, inputs or {})
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _load_contract(self, contract: MemoryContract, inputs: Mapping[str, np.ndarray]) -> None:
+        if contract.end > self.platform.hbm_bytes:
+            raise ConfigError(
+                f"memory contract ends at {contract.end:#x}, beyond the {self.platform.name} "
+                f"HBM of {self.platform.hbm_bytes:#x} bytes; shrink the config or raise hbm_bytes"
+            )
+        wanted = {r.name for r in contract.with_role("input")}
+        unknown = sorted(set(inputs) - wanted)
+        missing = sorted(wanted - set(inputs))
+        if unknown or missing:
+            raise ConfigError(
+                f"inputs do not match the memory contract: missing {missing or 'none'}, "
+                f"not input regions {unknown or 'none'} (inputs: {sorted(wanted)})"
+            )
+        for region in sorted(contract.regions, key=lambda r: r.base):
+            values = None
+            if region.role == "input":
+                values = np.asarray(inputs[region.name])
+                if values.shape != region.shape:
+                    raise ConfigError(
+                        f"input '{region.name}' has shape {values.shape}, the contract says "
+                        f"{region.shape}"
+                    )
+            self.hbm.append(HbmRegion(region, values))
+            self.hbm_bases.append(region.base)
+        names = self.platform.isa.register_files
+        address_files = [f for f in names if f.kind == "address"]
+        if address_files:
+            # Calling convention: region i's base address is in address register i.
+            regs = self.regs[address_files[0].name]
+            for i, region in enumerate(contract.regions[: address_files[0].count]):
+                regs[i] = region.base
+
+    def write_sram(self, space: str, address: int, values: np.ndarray) -> None:
+        """Store values into an SRAM and mark them written (for tests and tools)."""
+        state = self.sram[space]
+        flat = np.asarray(values, dtype=np.float32).reshape(-1)
+        state.data[address : address + flat.size] = flat
+        state.written[address : address + flat.size] = self.ones[: flat.size]
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def fault(self, kind: FaultKind, message: str) -> NoReturn:
+        """Stop the run with a fault."""
+        raise SimFault(kind, message)
+
+    def bad_sram(self, sid: int, address: int, words: int) -> NoReturn:
+        """Fault for an SRAM access that is misaligned or out of the SRAM."""
+        state = self.sram_by_id[sid]
+        if address % state.align:
+            self.fault(
+                "misaligned",
+                f"{state.name} address {address} is not a multiple of {state.align} words",
+            )
+        self.fault(
+            "sram_overflow",
+            f"{state.name} access [{address}, {address + words}) is outside the "
+            f"{state.words}-word {state.name}",
+        )
+
+    def uninit_sram(self, sid: int, address: int, words: int) -> NoReturn:
+        """Fault for a read of SRAM words nobody wrote."""
+        state = self.sram_by_id[sid]
+        first = state.written.find(0, address, address + words)
+        self.fault(
+            "uninitialized_read",
+            f"read of {state.name}[{address}, {address + words}) but word {first} was never "
+            "written",
+        )
+
+    def uninit_reg(self, file: str, index: int) -> NoReturn:
+        """Fault for a read of an array register nobody wrote."""
+        name = self.platform.isa.register_file(file).register_name(index)
+        self.fault("uninitialized_read", f"read of {name} before anything wrote it")
+
+    def check_sram(self, sid: int, address: int, words: int, write: bool) -> None:
+        """Every check of an SRAM access: alignment, bounds, written-ness, DMA races."""
+        state = self.sram_by_id[sid]
+        if words <= 0:
+            self.fault("invalid_operand", f"{state.name} access of {words} words")
+        if address % state.align or address < 0 or address + words > state.words:
+            self.bad_sram(sid, address, words)
+        if not write and state.written.find(0, address, address + words) >= 0:
+            self.uninit_sram(sid, address, words)
+        if self.pending:
+            self.check_pending(sid, address, address + words, write)
+
+    def mark_sram(self, sid: int, address: int, words: int) -> None:
+        """Record that SRAM words were written."""
+        self.sram_by_id[sid].written[address : address + words] = self.ones[:words]
+
+    # -- timing ---------------------------------------------------------------------------
+
+    def queue_stall(self, until: int, t: int) -> int:
+        """The front end waits for a queue slot; returns the new dispatch time."""
+        self.stalls[QUEUE_FULL] += until - t
+        return until
+
+    def register_stall(self, until: int, t: int) -> int:
+        """The front end waits for a register a unit is still computing."""
+        if until <= t:
+            return t
+        self.stalls[REGISTER_DEPENDENCY] += until - t
+        return until
+
+    def deps(self, unit: int, start: int, accesses: tuple[tuple[int, int, int, bool], ...]) -> int:
+        """The earliest start >= `start` that respects other units' in-flight accesses.
+
+        Args:
+            unit: The unit that will run the instruction (its own accesses are in order).
+            start: The earliest start without dependencies.
+            accesses: (resource id, first word, end word, writes) of the instruction.
+        """
+        earliest = start
+        for other in self.compute_units:
+            if other == unit or self.horizon[other] <= start:
+                continue
+            # Each record is (done, then resource, lo, hi, writes for each access).
+            for record in self.inflight[other]:
+                done = record[0]
+                if done <= start:
+                    continue
+                for k in range(1, len(record), 4):
+                    sid, lo, hi, writes = record[k : k + 4]
+                    if any(
+                        sid == asid and lo < ahi and alo < hi and (writes or awrites)
+                        for asid, alo, ahi, awrites in accesses
+                    ):
+                        start = done
+                        break
+        if start > earliest:
+            self.stalls[MEMORY_DEPENDENCY] += start - earliest
+        return start
+
+    def set_vl(self, vl: int) -> None:
+        """Set the vector length later vector instructions use."""
+        self.vl = vl
+        self.ones_vl = self.ones[:vl]
+
+    def take_branch(self, penalty: int) -> None:
+        """Account a taken branch: the front end refetches."""
+        self.t += penalty
+        self.stalls[BRANCH] += penalty
+
+    # -- DMA ------------------------------------------------------------------------------
+
+    def dma_issue(
+        self,
+        unit: int,
+        occupancy: int,
+        latency: int,
+        tag: int,
+        accesses: tuple[tuple[int, int, int, bool], ...],
+    ) -> int:
+        """Schedule a transfer on a DMA unit; returns the cycle its data has landed."""
+        t = self.t
+        queue = self.queues[unit]
+        if len(queue) == queue.maxlen and queue[0] > t:
+            t = self.queue_stall(queue[0], t)
+            self.t = t
+        start = max(t, self.free[unit])
+        if any(self.horizon[u] > start for u in self.compute_units):
+            start = self.deps(unit, start, accesses)
+        end = start + occupancy
+        self.free[unit] = end
+        self.busy[unit] += occupancy
+        self.counts[unit] += 1
+        queue.append(start)
+        done = end + latency
+        if done > self.tag_done[tag]:
+            self.tag_done[tag] = done
+        return done
+
+    def check_pending(self, sid: int, lo: int, hi: int, write: bool) -> None:
+        """Fault if an access conflicts with a DMA transfer nobody waited for."""
+        for tag, psid, plo, phi, pwrites, _, _ in self.pending:
+            if psid == sid and plo < hi and lo < phi and (pwrites or write):
+                space = self.sram_by_id[sid].name
+                what = "writes" if pwrites else "reads"
+                self.fault(
+                    "dma_race",
+                    f"{'write to' if write else 'read of'} {space}[{lo}, {hi}) while DMA tag "
+                    f"{tag}, which {what} {space}[{plo}, {phi}), is not waited for; add "
+                    f"'dwait {tag}' before this instruction",
+                )
+
+    def add_pending(
+        self,
+        tag: int,
+        sid: int,
+        lo: int,
+        hi: int,
+        writes: bool,
+        hbm_view: np.ndarray | None = None,
+        region: HbmRegion | None = None,
+    ) -> None:
+        """Remember a transfer's SRAM range (and HBM elements it stores) until waited for."""
+        if hbm_view is not None and region is not None:
+            hbm_view += 1
+            region.pending_count += 1
+        self.pending.append((tag, sid, lo, hi, writes, hbm_view, region))
+
+    def wait_dma(self, tag: int | None) -> None:
+        """The front end waits for the transfers of `tag` (all tags if None) and retires them."""
+        tags = range(len(self.tag_done)) if tag is None else (tag,)
+        done = max(self.tag_done[i] for i in tags)
+        if done > self.t:
+            self.stalls[DMA_WAIT] += done - self.t
+            self.t = done
+        keep = []
+        for entry in self.pending:
+            if tag is None or entry[0] == tag:
+                view, region = entry[5], entry[6]
+                if view is not None and region is not None:
+                    view -= 1
+                    region.pending_count -= 1
+            else:
+                keep.append(entry)
+        self.pending = keep
+
+    # -- HBM ------------------------------------------------------------------------------
+
+    def hbm_region(self, address: int) -> HbmRegion:
+        """The region containing a byte address, or an `out_of_bounds` fault."""
+        i = bisect.bisect_right(self.hbm_bases, address) - 1
+        if i < 0 or address >= self.hbm[i].end:
+            regions = ", ".join(f"{h.region.name} [{h.base:#x}, {h.end:#x})" for h in self.hbm)
+            self.fault(
+                "out_of_bounds",
+                f"HBM address {address:#x} is in no region (regions: {regions or 'none'})",
+            )
+        return self.hbm[i]
+
+    def hbm_view(
+        self, address: int, rows: int, cols: int, stride_bytes: int, write: bool
+    ) -> tuple[HbmRegion, np.ndarray, int]:
+        """A (rows, cols) strided view of HBM with every check; returns (region, view, offset).
+
+        The view's rows start `stride_bytes` apart; `offset` is the element index of [0, 0].
+        """
+        region = self.hbm_region(address)
+        name = region.region.name
+        size = region.itemsize
+        if (address - region.base) % size or stride_bytes % size:
+            self.fault(
+                "misaligned",
+                f"HBM address {address:#x} / row stride {stride_bytes} in '{name}' is not a "
+                f"multiple of its element size {size} ({region.region.dtype})",
+            )
+        if stride_bytes < 0:
+            self.fault("invalid_operand", f"negative HBM row stride {stride_bytes}")
+        offset = (address - region.base) // size
+        step = stride_bytes // size
+        last = offset + (rows - 1) * step + cols
+        if last > region.data.size:
+            self.fault(
+                "out_of_bounds",
+                f"{rows} rows of {cols} elements at {address:#x} with row stride "
+                f"{stride_bytes} B end at element {last} of '{name}', which has "
+                f"{region.data.size}",
+            )
+        if write:
+            if not region.region.writable:
+                self.fault(
+                    "protection",
+                    f"write to input region '{name}' at {address:#x}; only outputs and "
+                    "scratch are writable",
+                )
+            if rows > 1 and step < cols:
+                self.fault(
+                    "invalid_operand",
+                    f"stored rows overlap: row stride {stride_bytes} B is shorter than a row "
+                    f"of {cols} elements",
+                )
+        view = np.ndarray(
+            (rows, cols),
+            dtype=region.data.dtype,
+            buffer=region.data,
+            offset=offset * size,
+            strides=(step * size, size),
+        )
+        if not write:
+            if region.written is not None:
+                mask = _strided(region.written, offset, rows, cols, step)
+                if not mask.all():
+                    row, col = (int(i[0]) for i in np.nonzero(~mask))
+                    self.fault(
+                        "uninitialized_read",
+                        f"read of '{name}' element {offset + row * step + col} (row {row}, "
+                        f"column {col} of the transfer) that nothing wrote",
+                    )
+            if region.pending_count and region.pending is not None:
+                if _strided(region.pending, offset, rows, cols, step).any():
+                    self.fault(
+                        "dma_race",
+                        f"read of '{name}' at {address:#x} while a store to it is not waited "
+                        "for; add a dwait for the store first",
+                    )
+        return region, view, offset
+
+    def hbm_mark(
+        self, region: HbmRegion, offset: int, rows: int, cols: int, step: int
+    ) -> np.ndarray:
+        """Record a store's elements as written; returns the pending-store counter view."""
+        if region.written is not None:
+            _strided(region.written, offset, rows, cols, step)[...] = True
+        if region.pending is None:
+            region.pending = np.zeros(region.data.size, dtype=np.int32)
+        return _strided(region.pending, offset, rows, cols, step)
+
+    def unwritten_outputs(self) -> dict[str, int]:
+        """Output elements the program never wrote, per output region."""
+        return {
+            h.region.name: int(h.written.size - np.count_nonzero(h.written))
+            for h in self.hbm
+            if h.region.role == "output" and h.written is not None
+        }
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Copies of the output regions, shaped and typed as the contract says."""
+        return {
+            h.region.name: h.data.reshape(h.region.shape).copy()
+            for h in self.hbm
+            if h.region.role == "output"
+        }
+
+    def cycles(self) -> int:
+        """The cycle at which every unit and transfer has finished."""
+        return max([self.t, *self.free, *self.horizon, *self.tag_done])
+
+
+def _strided(array: np.ndarray, offset: int, rows: int, cols: int, step: int) -> np.ndarray:
+    size = array.itemsize
+    return np.ndarray(
+        (rows, cols),
+        dtype=array.dtype,
+        buffer=array,
+        offset=offset * size,
+        strides=(step * size, size),
+    )
+
+
+def formula_env(params: Mapping[str, int | float]) -> dict[str, Any]:
+    """Names a formula may use: the parameters and the functions of `gauntlet.expr`."""
+    from gauntlet import expr
+
+    return {**expr.FUNCTIONS, **params, "log2": math.log2}

@@ -1,0 +1,5 @@
+"""The built-in platforms; importing this package registers each of them (`@platform`)."""
+
+from gauntlet.accel.platforms import npu
+
+__all__ = ["npu"]

@@ -1,0 +1,1267 @@
+"""The `npu` platform: a tensor accelerator for ML inference.
+
+HBM off-chip; a vector SRAM (VSRAM) and a matrix SRAM (MSRAM) on chip; a weight-stationary
+systolic matrix unit working on MLEN x MLEN tiles into accumulator registers; a vector unit of
+VLEN lanes working VSRAM to VSRAM; a scalar front end with integer, fp32 and address registers
+and hardware loops; and an asynchronous, strided DMA engine between HBM and the SRAMs.
+
+The instruction table (`_instructions`) is the single definition of the ISA: the assembler, the
+disassembler, the simulator and the manual are all derived from it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gauntlet.accel.assembler import Decoded
+from gauntlet.accel.isa import (
+    ISA,
+    Enum,
+    FImm,
+    Group,
+    Imm,
+    Instruction,
+    Label,
+    Mem,
+    Reg,
+    RegisterFile,
+    Step,
+    formula_function,
+)
+from gauntlet.accel.isa import Field as F
+from gauntlet.accel.machine import Halt, Machine
+from gauntlet.accel.platform import Platform, Space, Unit, platform
+
+F64 = np.float64
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+class NpuParams(BaseModel):
+    """Hardware parameters of the npu; defaults in `npu.toml`, overridable per task config."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    mlen: int = Field(ge=4, le=256)
+    """Edge of a matrix tile and of the systolic array (a power of two)."""
+    vlen: int = Field(ge=4, le=1024)
+    """Lanes of the vector unit: the most elements one vector instruction processes."""
+    accumulators: int = Field(ge=1, le=16)
+    """Number of accumulator registers (acc0..), each an MLEN x MLEN fp32 tile."""
+    vsram_words: int = Field(ge=1)
+    """Capacity of the vector SRAM in fp32 words."""
+    msram_words: int = Field(ge=1)
+    """Capacity of the matrix SRAM in fp32 words."""
+    hbm_bytes: int = Field(ge=1 << 20)
+    """HBM capacity in bytes; the memory contract must fit below it."""
+    dma_tags: int = Field(ge=1, le=64)
+    """Number of DMA tags (completion groups that `dwait` waits for)."""
+    loop_depth: int = Field(ge=1, le=16)
+    """Deepest nesting of hardware loops."""
+    queue_depth: int = Field(ge=1, le=64)
+    """Instructions the matrix and vector units each queue before the front end stalls."""
+    dma_queue_depth: int = Field(ge=1, le=64)
+    """Transfers the DMA engine queues before the front end stalls."""
+    clock_ghz: float = Field(gt=0)
+    """Clock frequency, to convert cycles to time."""
+    hbm_bytes_per_cycle: int = Field(ge=1)
+    """HBM bandwidth of the DMA engine in bytes per cycle."""
+    hbm_latency: int = Field(ge=0)
+    """Cycles from the end of a transfer's occupancy until its data has landed."""
+    dma_setup: int = Field(ge=0)
+    """Cycles the DMA engine spends on each transfer's descriptor."""
+    dma_burst_bytes: int = Field(ge=1)
+    """HBM access granularity: each row of a transfer moves a whole number of bursts."""
+    sram_copy_words_per_cycle: int = Field(ge=1)
+    """On-chip bandwidth of `dcpy` (VSRAM to MSRAM) in words per cycle."""
+    branch_penalty: int = Field(ge=0)
+    """Extra front-end cycles after a taken branch."""
+    vec_cycles: int = Field(ge=1)
+    """Cycles of an elementwise vector instruction (any VL up to VLEN)."""
+    vec_special_cycles: int = Field(ge=1)
+    """Cycles of exp, reciprocal and reciprocal square root."""
+    vec_reduce_cycles: int = Field(ge=1)
+    """Base cycles of a reduction; the adder tree adds ceil(log2(VL))."""
+
+    @model_validator(mode="after")
+    def _sizes(self) -> NpuParams:
+        for name in ("mlen", "vlen"):
+            value = getattr(self, name)
+            if value & (value - 1):
+                raise ValueError(f"{name}={value} must be a power of two")
+        tile = self.mlen * self.mlen
+        for name in ("vsram_words", "msram_words"):
+            words = getattr(self, name)
+            if words < tile or words % tile:
+                raise ValueError(f"{name}={words} must be a positive multiple of mlen*mlen={tile}")
+        return self
+
+
+# -- register files ----------------------------------------------------------------------------
+
+
+def _register_files(p: NpuParams) -> dict[str, RegisterFile]:
+    return {
+        "r": RegisterFile("r", "r", 32, "int", "integer registers", bits=32, zero=0),
+        "f": RegisterFile("f", "f", 32, "float", "fp32 registers"),
+        "a": RegisterFile("a", "a", 16, "address", "HBM address registers", bits=48, signed=False),
+        "acc": RegisterFile(
+            "acc",
+            "acc",
+            p.accumulators,
+            "array",
+            "accumulator tiles",
+            shape=("mlen", "mlen"),
+            tracked=True,
+        ),
+        "m": RegisterFile("m", "m", 8, "array", "vector masks", shape=("vlen",), dtype="bool"),
+    }
+
+
+# -- semantics ---------------------------------------------------------------------------------
+# Data semantics receive the operands in field order: views of memory and array registers
+# (written in place), values of scalar registers read, immediates. A written scalar register is
+# the return value. Every result is rounded once to fp32: numpy's fp32 add/sub/mul/div/max/min
+# are IEEE; exp, rsqrt, fma and the matrix dot products are computed in float64 and rounded once.
+
+
+def _fmax(a: float, b: float) -> float:
+    return math.nan if a != a or b != b else max(a, b)
+
+
+def _fmin(a: float, b: float) -> float:
+    return math.nan if a != a or b != b else min(a, b)
+
+
+def _fsqrt(a: float) -> float:
+    return math.sqrt(a) if a >= 0 else math.nan
+
+
+def _ftoi(a: float) -> int:
+    if a != a:
+        return 0
+    return int(max(min(a, float(INT_MAX)), float(INT_MIN)))
+
+
+def _vfma(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    d[...] = a.astype(F64) * b + d
+
+
+def _vexp(d: np.ndarray, a: np.ndarray) -> None:
+    d[...] = np.exp(a.astype(F64))
+
+
+def _vrecip(d: np.ndarray, a: np.ndarray) -> None:
+    np.divide(1.0, a, out=d)
+
+
+def _vrsqrt(d: np.ndarray, a: np.ndarray) -> None:
+    d[...] = 1.0 / np.sqrt(a.astype(F64))
+
+
+def _vbf16(d: np.ndarray, a: np.ndarray) -> None:
+    d[...] = a.astype(ml_dtypes.bfloat16)
+
+
+def _viota(d: np.ndarray) -> None:
+    d[...] = np.arange(d.size, dtype=np.float32)
+
+
+def _vredsum(a: np.ndarray) -> float:
+    return math.fsum(a.tolist())
+
+
+def _vredmax(a: np.ndarray) -> float:
+    return float(a.max())
+
+
+_COMPARE: dict[str, Callable[..., Any]] = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+
+
+def _vcmp(mask: np.ndarray, a: np.ndarray, b: np.ndarray | float, cond: str) -> None:
+    _COMPARE[cond](a, b, out=mask)
+
+
+def _vsel(d: np.ndarray, mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    np.copyto(d, np.where(mask, a, b))
+
+
+def _mm(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    acc += a.astype(F64) @ b.astype(F64)
+
+
+def _mmt(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    acc += a.astype(F64) @ b.T.astype(F64)
+
+
+def _mmb(acc: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> None:
+    rows = acc.shape[0]
+    # sum_t A_t @ B_t is one long dot product: [A_0 A_1 ...] @ [B_0; B_1; ...].
+    wide = a.transpose(1, 0, 2).reshape(rows, -1)
+    tall = b.reshape(-1, b.shape[-1])
+    acc += wide.astype(F64) @ tall.astype(F64)
+
+
+def _mv(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    d += a.astype(F64) @ b.astype(F64)
+
+
+def _mvt(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    d += b.astype(F64) @ a.astype(F64)
+
+
+def _copy(d: np.ndarray, a: np.ndarray) -> None:
+    np.copyto(d, a)
+
+
+# -- binders: control and memory instructions ---------------------------------------------------
+
+
+def _bind_setvl(m: Machine, d: Decoded) -> Step:
+    (rs,) = d.operands
+    regs = m.regs["r"]
+    vlen = int(m.params["vlen"])
+    nxt = d.pc + 1
+
+    def step() -> int:
+        n = regs[rs]
+        if n <= 0:
+            m.fault("invalid_operand", f"setvl with r{rs} = {n}; the vector length must be >= 1")
+        m.set_vl(n if n < vlen else vlen)
+        m.t += 1
+        return nxt
+
+    return step
+
+
+def _bind_setvli(m: Machine, d: Decoded) -> Step:
+    (n,) = d.operands
+    nxt = d.pc + 1
+
+    def step() -> int:
+        m.set_vl(n)
+        m.t += 1
+        return nxt
+
+    return step
+
+
+def _bind_branch(compare: Callable[[int, int], bool] | None) -> Callable[[Machine, Decoded], Step]:
+    def binder(m: Machine, d: Decoded) -> Step:
+        regs = m.regs["r"]
+        penalty = int(m.params["branch_penalty"])
+        nxt = d.pc + 1
+        if compare is None:
+            (target,) = d.operands
+
+            def jump() -> int:
+                m.t += 1
+                m.take_branch(penalty)
+                return int(target)
+
+            return jump
+        ra, rb, target = d.operands
+
+        def step() -> int:
+            m.t += 1
+            if compare(regs[ra], regs[rb]):
+                m.take_branch(penalty)
+                return int(target)
+            return nxt
+
+        return step
+
+    return binder
+
+
+def _bind_loop(m: Machine, d: Decoded) -> Step:
+    regs = m.regs["r"]
+    (source,) = d.operands
+    constant = d.instruction.mnemonic == "loopi"
+    body = d.pc + 1
+    assert d.partner is not None  # the assembler pairs every loop with its endloop
+    after = d.partner + 1
+    loops = m.loops
+
+    def step() -> int:
+        m.t += 1
+        count = source if constant else regs[source]
+        if count <= 0:
+            return after
+        loops.append([count, body])
+        return body
+
+    return step
+
+
+def _bind_endloop(m: Machine, d: Decoded) -> Step:
+    loops = m.loops
+    nxt = d.pc + 1
+
+    def step() -> int:
+        m.t += 1
+        top = loops[-1]
+        top[0] -= 1
+        if top[0] > 0:
+            return int(top[1])
+        loops.pop()
+        return nxt
+
+    return step
+
+
+def _bind_halt(m: Machine, d: Decoded) -> Step:
+    def step() -> int:
+        m.t += 1
+        raise Halt
+
+    return step
+
+
+def _bind_dwait(m: Machine, d: Decoded) -> Step:
+    tag = d.operands[0] if d.operands else None
+    nxt = d.pc + 1
+
+    def step() -> int:
+        m.wait_dma(tag)
+        m.t += 1
+        return nxt
+
+    return step
+
+
+def _dma_shape(m: Machine, rows: int, cols: int, sstride: int, align: int) -> None:
+    if rows <= 0 or cols <= 0:
+        m.fault("invalid_operand", f"DMA of {rows} rows x {cols} columns; both must be >= 1")
+    if cols > sstride:
+        m.fault(
+            "invalid_operand",
+            f"DMA row of {cols} elements is longer than its SRAM row stride {sstride}",
+        )
+    if sstride % align:
+        m.fault("misaligned", f"SRAM row stride {sstride} is not a multiple of {align} words")
+
+
+def _bind_load(space: str) -> Callable[[Machine, Decoded], Step]:
+    def binder(m: Machine, d: Decoded) -> Step:
+        (sreg, soff), (areg, aoff), rows_r, cols_r, hs_r, ss_r, tag = d.operands
+        regs, addr = m.regs["r"], m.regs["a"]
+        sram = m.sram[space]
+        unit = m.platform.unit_index("dma")
+        cost = formula_function(d.instruction.cost, m.env, ("rows", "cols", "itemsize"))
+        latency = int(m.params["hbm_latency"])
+        nxt = d.pc + 1
+
+        def step() -> int:
+            rows, cols, hstride, sstride = regs[rows_r], regs[cols_r], regs[hs_r], regs[ss_r]
+            _dma_shape(m, rows, cols, sstride, sram.align)
+            start = regs[sreg] + soff
+            words = rows * sstride
+            m.check_sram(sram.sid, start, words, True)
+            region, view, _ = m.hbm_view(addr[areg] + aoff, rows, cols, hstride, False)
+            m.dma_issue(
+                unit,
+                cost(rows, cols, region.itemsize),
+                latency,
+                tag,
+                ((sram.sid, start, start + words, True),),
+            )
+            block = sram.data[start : start + words].reshape(rows, sstride)
+            block[:, :cols] = view
+            if cols < sstride:
+                block[:, cols:] = 0.0
+            m.mark_sram(sram.sid, start, words)
+            m.add_pending(tag, sram.sid, start, start + words, True)
+            m.dma_bytes_read += rows * cols * region.itemsize
+            m.t += 1
+            return nxt
+
+        return step
+
+    return binder
+
+
+def _rows(array: np.ndarray, start: int, rows: int, cols: int, stride: int) -> np.ndarray:
+    """A (rows, cols) view of a 1-D array whose rows start `stride` elements apart."""
+    size = array.itemsize
+    return np.ndarray((rows, cols), array.dtype, array, start * size, (stride * size, size))
+
+
+def _bind_store(m: Machine, d: Decoded) -> Step:
+    (areg, aoff), (sreg, soff), rows_r, cols_r, hs_r, ss_r, tag = d.operands
+    regs, addr = m.regs["r"], m.regs["a"]
+    sram = m.sram["vsram"]
+    written = np.frombuffer(sram.written, dtype=np.uint8)
+    unit = m.platform.unit_index("dma")
+    cost = formula_function(d.instruction.cost, m.env, ("rows", "cols", "itemsize"))
+    latency = int(m.params["hbm_latency"])
+    nxt = d.pc + 1
+
+    def step() -> int:
+        rows, cols, hstride, sstride = regs[rows_r], regs[cols_r], regs[hs_r], regs[ss_r]
+        _dma_shape(m, rows, cols, sstride, sram.align)
+        start = regs[sreg] + soff
+        end = start + (rows - 1) * sstride + cols
+        if start % sram.align or start < 0 or end > sram.words:
+            m.bad_sram(sram.sid, start, end - start)
+        # Only the first `cols` words of each row are read (the last row may end the SRAM).
+        source = _rows(sram.data, start, rows, cols, sstride)
+        if not _rows(written, start, rows, cols, sstride).all():
+            m.uninit_sram(sram.sid, start, end - start)
+        if m.pending:
+            m.check_pending(sram.sid, start, end, False)
+        region, view, offset = m.hbm_view(addr[areg] + aoff, rows, cols, hstride, True)
+        m.dma_issue(
+            unit, cost(rows, cols, region.itemsize), latency, tag, ((sram.sid, start, end, False),)
+        )
+        view[...] = source
+        counters = m.hbm_mark(region, offset, rows, cols, hstride // region.itemsize)
+        m.add_pending(tag, sram.sid, start, end, False, counters, region)
+        m.dma_bytes_written += rows * cols * region.itemsize
+        m.t += 1
+        return nxt
+
+    return step
+
+
+def _bind_copy(m: Machine, d: Decoded) -> Step:
+    (dreg, doff), (sreg, soff), n_r, tag = d.operands
+    regs = m.regs["r"]
+    vsram, msram = m.sram["vsram"], m.sram["msram"]
+    unit = m.platform.unit_index("dma")
+    cost = formula_function(d.instruction.cost, m.env, ("n",))
+    nxt = d.pc + 1
+
+    def step() -> int:
+        n = regs[n_r]
+        src = regs[sreg] + soff
+        dst = regs[dreg] + doff
+        m.check_sram(vsram.sid, src, n, False)
+        m.check_sram(msram.sid, dst, n, True)
+        m.dma_issue(
+            unit,
+            cost(n),
+            0,
+            tag,
+            ((vsram.sid, src, src + n, False), (msram.sid, dst, dst + n, True)),
+        )
+        msram.data[dst : dst + n] = vsram.data[src : src + n]
+        m.mark_sram(msram.sid, dst, n)
+        m.add_pending(tag, vsram.sid, src, src + n, False)
+        m.add_pending(tag, msram.sid, dst, dst + n, True)
+        m.t += 1
+        return nxt
+
+    return step
+
+
+# -- the instruction table -----------------------------------------------------------------------
+
+GROUPS = (
+    Group(
+        "scalar",
+        "Scalar",
+        "Integer, fp32 and address arithmetic, executed by the front end in one cycle each.",
+    ),
+    Group(
+        "control",
+        "Control",
+        "Branches, zero-overhead hardware loops and the end of the program.",
+    ),
+    Group(
+        "memory",
+        "Memory (DMA)",
+        "Asynchronous strided transfers between HBM and the SRAMs, and the waits that complete "
+        "them.",
+    ),
+    Group(
+        "vector",
+        "Vector",
+        "Elementwise, special-function, reduction and mask instructions on VL consecutive "
+        "VSRAM words (VL <= VLEN, set by `setvl`).",
+    ),
+    Group(
+        "matrix",
+        "Matrix",
+        "The systolic array: tile products accumulated in fp32 accumulator registers, and "
+        "moves between accumulators and VSRAM.",
+    ),
+)
+
+
+def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instruction, ...]:
+    r, f, a, acc, mask = rf["r"], rf["f"], rf["a"], rf["acc"], rf["m"]
+    valign = min(p.mlen, p.vlen)
+    vmem = Mem("vsram", r, align=valign)
+    mmem = Mem("msram", r, align=p.mlen)
+    hmem = Mem("hbm", a, align=2, offset_range=(INT_MIN, INT_MAX), unit="bytes")
+    imm32 = Imm(INT_MIN, INT_MAX)
+    tag = Imm(0, p.dma_tags - 1)
+
+    def rd(name: str = "rd") -> F:
+        return F(name, Reg(r), "write")
+
+    def rs(name: str) -> F:
+        return F(name, Reg(r), "read")
+
+    def fd(name: str = "fd") -> F:
+        return F(name, Reg(f), "write")
+
+    def fs(name: str) -> F:
+        return F(name, Reg(f), "read")
+
+    vec = ("vl",)
+    tile = ("mlen", "mlen")
+
+    def vd(name: str = "vd", access: Any = "write", shape: tuple[str, ...] = vec) -> F:
+        return F(name, vmem, access, shape)
+
+    def va(name: str = "va", shape: tuple[str, ...] = vec) -> F:
+        return F(name, vmem, "read", shape)
+
+    table: list[Instruction] = []
+
+    def add(**kwargs: Any) -> None:
+        table.append(Instruction(**kwargs))
+
+    # Scalar integer: a table plus one loop for the register-register forms.
+    add(
+        mnemonic="li",
+        fields=(rd(), F("imm", imm32)),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="load an integer immediate",
+        operation="rd <- imm",
+        example="li r1, MLEN * MLEN",
+        semantics=lambda imm: imm,
+    )
+    add(
+        mnemonic="mov",
+        fields=(rd(), rs("rs")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="copy an integer register",
+        operation="rd <- rs",
+        example="mov r2, r1",
+        semantics=lambda x: x,
+    )
+    binary_int: tuple[tuple[str, str, Callable[[int, int], int], str], ...] = (
+        ("add", "add", operator.add, "rd <- ra + rb"),
+        ("sub", "subtract", operator.sub, "rd <- ra - rb"),
+        ("mul", "multiply", operator.mul, "rd <- ra * rb"),
+        ("min", "minimum", min, "rd <- min(ra, rb)"),
+        ("max", "maximum", max, "rd <- max(ra, rb)"),
+    )
+    for mnemonic, verb, function, operation in binary_int:
+        add(
+            mnemonic=mnemonic,
+            fields=(rd(), rs("ra"), rs("rb")),
+            group="scalar",
+            unit="scalar",
+            cost="1",
+            summary=f"integer {verb}",
+            operation=operation + " (wraps to 32 bits)",
+            example=f"{mnemonic} r3, r1, r2",
+            semantics=function,
+        )
+    immediate_int: tuple[tuple[str, str, Callable[[int, int], int], Imm, str], ...] = (
+        ("addi", "add an immediate", operator.add, imm32, "rd <- ra + imm"),
+        ("muli", "multiply by an immediate", operator.mul, imm32, "rd <- ra * imm"),
+        (
+            "divi",
+            "divide by a positive immediate, rounding down",
+            operator.floordiv,
+            Imm(1, INT_MAX),
+            "rd <- floor(ra / imm)",
+        ),
+        (
+            "remi",
+            "remainder of division by a positive immediate",
+            operator.mod,
+            Imm(1, INT_MAX),
+            "rd <- ra - imm * floor(ra / imm)",
+        ),
+        ("slli", "shift left", operator.lshift, Imm(0, 31), "rd <- ra << imm"),
+        ("srai", "arithmetic shift right", operator.rshift, Imm(0, 31), "rd <- ra >> imm"),
+    )
+    for mnemonic, verb, function, kind, operation in immediate_int:
+        add(
+            mnemonic=mnemonic,
+            fields=(rd(), rs("ra"), F("imm", kind)),
+            group="scalar",
+            unit="scalar",
+            cost="1",
+            summary=f"integer {verb}",
+            operation=operation + " (wraps to 32 bits)",
+            example=f"{mnemonic} r3, r1, 4",
+            semantics=function,
+        )
+    # Scalar fp32.
+    add(
+        mnemonic="fli",
+        fields=(fd(), F("imm", FImm())),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="load an fp32 immediate",
+        operation="fd <- fp32(imm)",
+        example="fli f1, -inf",
+        semantics=lambda x: x,
+    )
+    add(
+        mnemonic="fmov",
+        fields=(fd(), fs("fs")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="copy an fp32 register",
+        operation="fd <- fs",
+        example="fmov f2, f1",
+        semantics=lambda x: x,
+    )
+    binary_float: tuple[tuple[str, str, Callable[[float, float], float], str], ...] = (
+        ("fadd", "add", operator.add, "fd <- fa + fb"),
+        ("fsub", "subtract", operator.sub, "fd <- fa - fb"),
+        ("fmul", "multiply", operator.mul, "fd <- fa * fb"),
+        ("fdiv", "divide", _fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
+        ("fmax", "maximum", _fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
+        ("fmin", "minimum", _fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
+    )
+    for mnemonic, verb, float_function, operation in binary_float:
+        add(
+            mnemonic=mnemonic,
+            fields=(fd(), fs("fa"), fs("fb")),
+            group="scalar",
+            unit="scalar",
+            cost="1",
+            summary=f"fp32 {verb}",
+            operation=operation + ", rounded to fp32",
+            example=f"{mnemonic} f3, f1, f2",
+            semantics=float_function,
+        )
+    add(
+        mnemonic="fsqrt",
+        fields=(fd(), fs("fa")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="fp32 square root",
+        operation="fd <- sqrt(fa), rounded to fp32 (NaN if fa < 0)",
+        example="fsqrt f2, f1",
+        semantics=_fsqrt,
+    )
+    add(
+        mnemonic="itof",
+        fields=(fd(), rs("rs")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="convert an integer to fp32",
+        operation="fd <- fp32(rs)",
+        example="itof f1, r2",
+        semantics=float,
+    )
+    add(
+        mnemonic="ftoi",
+        fields=(rd(), fs("fs")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="convert fp32 to an integer, rounding toward zero",
+        operation="rd <- trunc(fs), saturated to 32 bits; NaN gives 0",
+        example="ftoi r1, f2",
+        semantics=_ftoi,
+    )
+    # Address registers.
+    add(
+        mnemonic="la",
+        fields=(F("ad", Reg(a), "write"), F("imm", Imm(0, (1 << 48) - 1))),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="load an HBM address",
+        operation="ad <- imm",
+        example="la a4, y + 256",
+        semantics=lambda x: x,
+    )
+    add(
+        mnemonic="mova",
+        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="copy an address register",
+        operation="ad <- as",
+        example="mova a5, a0",
+        semantics=lambda x: x,
+    )
+    add(
+        mnemonic="adda",
+        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read"), rs("rb")),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="add an integer register to an address",
+        operation="ad <- as + rb",
+        example="adda a5, a0, r3",
+        semantics=operator.add,
+    )
+    add(
+        mnemonic="addai",
+        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read"), F("imm", imm32)),
+        group="scalar",
+        unit="scalar",
+        cost="1",
+        summary="add an immediate to an address",
+        operation="ad <- as + imm",
+        example="addai a0, a0, MLEN * 4",
+        semantics=operator.add,
+    )
+    add(
+        mnemonic="setvl",
+        fields=(rs("rs"),),
+        group="vector",
+        unit="scalar",
+        cost="1",
+        summary="set the vector length from a register",
+        operation="VL <- min(rs, VLEN); fault if rs < 1",
+        example="setvl r4",
+        description="Later vector instructions process VL elements. A remaining count can be "
+        "passed directly: VL becomes VLEN while more remain.",
+        binder=_bind_setvl,
+    )
+    add(
+        mnemonic="setvli",
+        fields=(F("n", Imm(1, p.vlen)),),
+        group="vector",
+        unit="scalar",
+        cost="1",
+        summary="set the vector length",
+        operation="VL <- n",
+        example="setvli 16",
+        binder=_bind_setvli,
+    )
+    # Control.
+    target = F("target", Label())
+    add(
+        mnemonic="b",
+        fields=(target,),
+        group="control",
+        unit="scalar",
+        cost="1 + branch_penalty",
+        summary="branch",
+        operation="pc <- target",
+        example="done:\n    b done",
+        binder=_bind_branch(None),
+    )
+    branches: tuple[tuple[str, str, Callable[[int, int], bool]], ...] = (
+        ("beq", "==", operator.eq),
+        ("bne", "!=", operator.ne),
+        ("blt", "<", operator.lt),
+        ("bge", ">=", operator.ge),
+    )
+    for mnemonic, symbol, compare in branches:
+        add(
+            mnemonic=mnemonic,
+            fields=(rs("ra"), rs("rb"), target),
+            group="control",
+            unit="scalar",
+            cost="1 (+ branch_penalty when taken)",
+            summary=f"branch if ra {symbol} rb",
+            operation=f"if ra {symbol} rb: pc <- target",
+            example=f"top:\n    addi r1, r1, 1\n    {mnemonic} r1, r2, top",
+            binder=_bind_branch(compare),
+        )
+    loop_doc = (
+        "Runs the instructions up to the matching `endloop` count times (not at all when count "
+        "< 1). The loop-back is free of the taken-branch penalty. Loops nest up to loop_depth "
+        "deep; branches may not enter or leave a loop body."
+    )
+    add(
+        mnemonic="loop",
+        fields=(rs("count"),),
+        group="control",
+        unit="scalar",
+        cost="1",
+        summary="start a hardware loop of count (register) iterations",
+        operation="repeat count times: body up to endloop",
+        description=loop_doc,
+        example="loop r5\n    addi r1, r1, 1\nendloop",
+        binder=_bind_loop,
+        block="open",
+    )
+    add(
+        mnemonic="loopi",
+        fields=(F("count", Imm(0, INT_MAX)),),
+        group="control",
+        unit="scalar",
+        cost="1",
+        summary="start a hardware loop of count (immediate) iterations",
+        operation="repeat count times: body up to endloop",
+        description=loop_doc,
+        example="loopi M // MLEN\n    addi r1, r1, MLEN\nendloop",
+        binder=_bind_loop,
+        block="open",
+    )
+    add(
+        mnemonic="endloop",
+        fields=(),
+        group="control",
+        unit="scalar",
+        cost="1",
+        summary="end of a hardware loop body",
+        operation="if --count > 0: pc <- loop body",
+        example="loopi 4\n    nop\nendloop",
+        binder=_bind_endloop,
+        block="close",
+    )
+    add(
+        mnemonic="halt",
+        fields=(),
+        group="control",
+        unit="scalar",
+        cost="1",
+        summary="end the program",
+        operation="stop; queued instructions and transfers drain",
+        description="Running past the last instruction also ends the program.",
+        example="halt",
+        binder=_bind_halt,
+    )
+    add(
+        mnemonic="nop",
+        fields=(),
+        group="control",
+        unit="scalar",
+        cost="1",
+        summary="do nothing for a cycle",
+        operation="nothing",
+        example="nop",
+        semantics=lambda: None,
+    )
+    # Memory.
+    dma_cost = (
+        "dma_setup + cdiv(rows * cdiv(cols * itemsize, dma_burst_bytes) * dma_burst_bytes, "
+        "hbm_bytes_per_cycle)"
+    )
+    shape_fields = (rs("rows"), rs("cols"), rs("hstride"), rs("sstride"), F("tag", tag))
+    load_doc = (
+        "Copies rows x cols elements from HBM (row i starts at src + i * hstride bytes; the "
+        "element type is the region's) into rows x sstride SRAM words at dst (row i at "
+        "dst + i * sstride), converting to fp32 and filling columns cols..sstride-1 with 0. "
+        "The transfer runs in the background: wait for its tag before touching dst."
+    )
+    for mnemonic, space, sram_mem in (("dldv", "vsram", vmem), ("dldm", "msram", mmem)):
+        add(
+            mnemonic=mnemonic,
+            fields=(F("dst", sram_mem, "write"), F("src", hmem, "read"), *shape_fields),
+            group="memory",
+            unit="dma",
+            cost=dma_cost,
+            latency="hbm_latency",
+            summary=f"DMA a strided block from HBM into {space.upper()}",
+            operation=f"{space.upper()}[dst + i*sstride + j] <- fp32(HBM[src + i*hstride + "
+            "j*itemsize]) for i < rows, j < cols; 0 for cols <= j < sstride",
+            description=load_doc,
+            example=f"{mnemonic} [r1], [a0], r2, r3, r4, r5, 0",
+            binder=_bind_load(space),
+        )
+    add(
+        mnemonic="dstv",
+        fields=(F("dst", hmem, "write"), F("src", vmem, "read"), *shape_fields),
+        group="memory",
+        unit="dma",
+        cost=dma_cost,
+        latency="hbm_latency",
+        summary="DMA a strided block from VSRAM to HBM",
+        operation="HBM[dst + i*hstride + j*itemsize] <- round(VSRAM[src + i*sstride + j]) "
+        "for i < rows, j < cols",
+        description="Rounds to the region's element type (bf16: to nearest even). Only output "
+        "and scratch regions are writable; rows may not overlap (hstride >= cols * itemsize). "
+        "Wait for the tag before writing src again or reading the stored HBM bytes back.",
+        example="dstv [a1], [r1], r2, r3, r4, r5, 1",
+        binder=_bind_store,
+    )
+    add(
+        mnemonic="dcpy",
+        fields=(F("dst", mmem, "write"), F("src", vmem, "read"), rs("n"), F("tag", tag)),
+        group="memory",
+        unit="dma",
+        cost="dma_setup + cdiv(n, sram_copy_words_per_cycle)",
+        summary="DMA n words from VSRAM to MSRAM",
+        operation="MSRAM[dst + i] <- VSRAM[src + i] for i < n",
+        description="Moves a tile computed by the vector or matrix unit to where the matrix "
+        "unit reads its second operand.",
+        example="dcpy [r6], [r1], r7, 2",
+        binder=_bind_copy,
+    )
+    add(
+        mnemonic="dwait",
+        fields=(F("tag", tag),),
+        group="memory",
+        unit="scalar",
+        cost="1",
+        summary="wait for the DMA transfers of a tag",
+        operation="stall until every transfer issued with tag has landed; retire them",
+        example="dwait 0",
+        binder=_bind_dwait,
+    )
+    add(
+        mnemonic="dfence",
+        fields=(),
+        group="memory",
+        unit="scalar",
+        cost="1",
+        summary="wait for every DMA transfer",
+        operation="dwait every tag",
+        example="dfence",
+        binder=_bind_dwait,
+    )
+    # Vector.
+    binary_vec: tuple[tuple[str, str, Any, str], ...] = (
+        ("add", "add", np.add, "+"),
+        ("sub", "subtract", np.subtract, "-"),
+        ("mul", "multiply", np.multiply, "*"),
+        ("max", "maximum", np.maximum, "max"),
+        ("min", "minimum", np.minimum, "min"),
+    )
+    for name, verb, ufunc, symbol in binary_vec:
+        infix = symbol in "+-*"
+        expression = f"va[i] {symbol} vb[i]" if infix else f"{symbol}(va[i], vb[i])"
+        add(
+            mnemonic=f"v{name}",
+            fields=(vd(), va(), va("vb")),
+            group="vector",
+            unit="vector",
+            cost="vec_cycles",
+            summary=f"vector {verb}",
+            operation=f"vd[i] <- {expression} for i < VL",
+            example=f"v{name} [r3], [r1], [r2]",
+            semantics=_ufunc_vv(ufunc),
+        )
+        scalar_expression = f"va[i] {symbol} fs" if infix else f"{symbol}(va[i], fs)"
+        add(
+            mnemonic=f"v{name}s",
+            fields=(vd(), va(), fs("fs")),
+            group="vector",
+            unit="vector",
+            cost="vec_cycles",
+            summary=f"vector {verb} with a scalar",
+            operation=f"vd[i] <- {scalar_expression} for i < VL",
+            example=f"v{name}s [r3], [r1], f1",
+            semantics=_ufunc_vv(ufunc),
+        )
+    add(
+        mnemonic="vfma",
+        fields=(vd(access="readwrite"), va(), va("vb")),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="vector fused multiply-add",
+        operation="vd[i] <- va[i] * vb[i] + vd[i], rounded once, for i < VL",
+        example="vfma [r3], [r1], [r2]",
+        semantics=_vfma,
+    )
+    add(
+        mnemonic="vmov",
+        fields=(vd(), va()),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="vector copy",
+        operation="vd[i] <- va[i] for i < VL",
+        example="vmov [r3], [r1]",
+        semantics=_copy,
+    )
+    add(
+        mnemonic="vbcast",
+        fields=(vd(), fs("fs")),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="broadcast a scalar",
+        operation="vd[i] <- fs for i < VL",
+        example="vbcast [r3], f0",
+        semantics=lambda d, s: d.fill(s),
+    )
+    add(
+        mnemonic="viota",
+        fields=(vd(),),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="lane indices",
+        operation="vd[i] <- i for i < VL",
+        example="viota [r3]",
+        semantics=_viota,
+    )
+    specials: tuple[tuple[str, str, Any, str], ...] = (
+        ("vexp", "exponential", _vexp, "exp(va[i])"),
+        ("vrecip", "reciprocal", _vrecip, "1 / va[i]"),
+        ("vrsqrt", "reciprocal square root", _vrsqrt, "1 / sqrt(va[i])"),
+    )
+    for mnemonic, noun, function, expression in specials:
+        add(
+            mnemonic=mnemonic,
+            fields=(vd(), va()),
+            group="vector",
+            unit="vector",
+            cost="vec_special_cycles",
+            summary=f"vector {noun}",
+            operation=f"vd[i] <- {expression}, rounded once to fp32, for i < VL",
+            example=f"{mnemonic} [r3], [r1]",
+            semantics=function,
+        )
+    add(
+        mnemonic="vbf16",
+        fields=(vd(), va()),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="round to bf16 precision",
+        operation="vd[i] <- fp32(bf16(va[i])) (to nearest even) for i < VL",
+        description="Mimics a bf16 datapath: the result is still an fp32 word.",
+        example="vbf16 [r3], [r1]",
+        semantics=_vbf16,
+    )
+    reduce_cost = "vec_reduce_cycles + ceil(log2(vl))"
+    add(
+        mnemonic="vredsum",
+        fields=(fd(), va()),
+        group="vector",
+        unit="vector",
+        cost=reduce_cost,
+        summary="sum of a vector",
+        operation="fd <- sum(va[i] for i < VL), rounded once to fp32",
+        description="The fp32 register is ready when the vector unit finishes; a scalar "
+        "instruction reading it earlier stalls the front end.",
+        example="vredsum f1, [r1]",
+        semantics=_vredsum,
+    )
+    add(
+        mnemonic="vredmax",
+        fields=(fd(), va()),
+        group="vector",
+        unit="vector",
+        cost=reduce_cost,
+        summary="maximum of a vector",
+        operation="fd <- max(va[i] for i < VL) (NaN if any is NaN)",
+        example="vredmax f1, [r1]",
+        semantics=_vredmax,
+    )
+    cond = F("cond", Enum(tuple(_COMPARE)))
+    mask_out = F("md", Reg(mask), "write", vec)
+    add(
+        mnemonic="vcmp",
+        fields=(mask_out, va(), va("vb"), cond),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="compare two vectors into a mask",
+        operation="md[i] <- va[i] cond vb[i] for i < VL (false when either is NaN, except ne)",
+        example="vcmp m1, [r1], [r2], lt",
+        semantics=_vcmp,
+    )
+    add(
+        mnemonic="vcmps",
+        fields=(mask_out, va(), fs("fs"), cond),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="compare a vector with a scalar into a mask",
+        operation="md[i] <- va[i] cond fs for i < VL",
+        example="vcmps m1, [r1], f2, ge",
+        semantics=_vcmp,
+    )
+    add(
+        mnemonic="vsel",
+        fields=(vd(), F("ms", Reg(mask), "read", vec), va(), va("vb")),
+        group="vector",
+        unit="vector",
+        cost="vec_cycles",
+        summary="select by a mask",
+        operation="vd[i] <- ms[i] ? va[i] : vb[i] for i < VL",
+        example="vsel [r3], m1, [r1], [r2]",
+        semantics=_vsel,
+    )
+    # Matrix.
+    acc_rw = F("acc", Reg(acc), "readwrite", tile)
+    a_tile = F("va", vmem, "read", tile)
+    b_tile = F("mb", mmem, "read", tile)
+    mm_doc = (
+        "A is a tile of VSRAM, B a tile of MSRAM, each MLEN x MLEN fp32 words stored row-major "
+        "and contiguous. Each dot product is formed exactly enough (in float64) that only the "
+        "final addition to the accumulator rounds to fp32."
+    )
+    add(
+        mnemonic="mzero",
+        fields=(F("acc", Reg(acc), "write", tile),),
+        group="matrix",
+        unit="matrix",
+        cost="1",
+        summary="zero an accumulator",
+        operation="acc <- 0",
+        example="mzero acc0",
+        semantics=lambda t: t.fill(0.0),
+    )
+    add(
+        mnemonic="mm",
+        fields=(acc_rw, a_tile, b_tile),
+        group="matrix",
+        unit="matrix",
+        cost="2 * mlen",
+        summary="tile matrix multiply-accumulate",
+        operation="acc <- acc + A @ B",
+        description=mm_doc + " Cost: MLEN cycles to load B "
+        "into the array, MLEN to stream the rows of A.",
+        example="mm acc0, [r1], [r2]",
+        semantics=_mm,
+    )
+    add(
+        mnemonic="mmt",
+        fields=(acc_rw, a_tile, b_tile),
+        group="matrix",
+        unit="matrix",
+        cost="2 * mlen",
+        summary="tile multiply-accumulate with B transposed",
+        operation="acc <- acc + A @ transpose(B)",
+        description=mm_doc + " Useful for Q @ K^T with K loaded row-major.",
+        example="mmt acc1, [r1], [r2]",
+        semantics=_mmt,
+    )
+    add(
+        mnemonic="mmb",
+        fields=(
+            acc_rw,
+            F("va", vmem, "read", ("n", "mlen", "mlen")),
+            F("mb", mmem, "read", ("n", "mlen", "mlen")),
+            F("n", Imm(1, 256)),
+        ),
+        group="matrix",
+        unit="matrix",
+        cost="mlen + n * mlen",
+        summary="batched multiply-accumulate over n consecutive tile pairs",
+        operation="acc <- acc + sum(A_t @ B_t for t < n), A_t at va + t*MLEN*MLEN, "
+        "B_t at mb + t*MLEN*MLEN",
+        description="Loads the next B into the array while the current A streams, so n tiles "
+        "cost (n + 1) * MLEN cycles instead of 2n * MLEN. The chain rounds to fp32 once.",
+        example="mmb acc0, [r1], [r2], 4",
+        semantics=_mmb,
+    )
+    vec_m = ("mlen",)
+    add(
+        mnemonic="mv",
+        fields=(F("vd", vmem, "readwrite", vec_m), F("va", vmem, "read", vec_m), b_tile),
+        group="matrix",
+        unit="matrix",
+        cost="mlen + 1",
+        summary="vector-matrix multiply-accumulate",
+        operation="vd <- vd + va @ B (vectors of MLEN words)",
+        description="One row through the array: the weight load dominates (GEMV is "
+        "bandwidth-bound).",
+        example="mv [r3], [r1], [r2]",
+        semantics=_mv,
+    )
+    add(
+        mnemonic="mvt",
+        fields=(F("vd", vmem, "readwrite", vec_m), F("va", vmem, "read", vec_m), b_tile),
+        group="matrix",
+        unit="matrix",
+        cost="mlen + 1",
+        summary="matrix-vector multiply-accumulate (B transposed)",
+        operation="vd <- vd + B @ va (vectors of MLEN words)",
+        example="mvt [r3], [r1], [r2]",
+        semantics=_mvt,
+    )
+    add(
+        mnemonic="mst",
+        fields=(F("vd", vmem, "write", tile), F("acc", Reg(acc), "read", tile)),
+        group="matrix",
+        unit="matrix",
+        cost="mlen",
+        summary="store an accumulator to VSRAM",
+        operation="VSRAM tile vd <- acc",
+        example="mst [r3], acc0",
+        semantics=_copy,
+    )
+    add(
+        mnemonic="mld",
+        fields=(F("acc", Reg(acc), "write", tile), a_tile),
+        group="matrix",
+        unit="matrix",
+        cost="mlen",
+        summary="load an accumulator from VSRAM",
+        operation="acc <- VSRAM tile va",
+        example="mld acc2, [r1]",
+        semantics=_copy,
+    )
+    return tuple(table)
+
+
+def _fdiv(x: float, y: float) -> float:
+    if y == 0:
+        if x != x or x == 0:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    return x / y
+
+
+def _ufunc_vv(ufunc: Any) -> Callable[..., None]:
+    def apply(d: np.ndarray, a: np.ndarray, b: Any) -> None:
+        ufunc(a, b, out=d)
+
+    apply.__name__ = f"v_{ufunc.__name__}"
+    return apply
+
+
+# -- the platform ------------------------------------------------------------------------------
+
+
+@platform("npu", NpuParams, Path(__file__).with_name("npu.toml"))
+def build_npu(p: NpuParams) -> Platform:
+    """Build the npu for one set of hardware parameters."""
+    from gauntlet.accel.platforms.npu_manual import chapters, microbenchmarks
+
+    rf = _register_files(p)
+    isa = ISA(_instructions(p, rf), GROUPS, tuple(rf.values()))
+    units = (
+        Unit("scalar", "scalar front end", "frontend"),
+        Unit("dma", "DMA engine", "dma", p.dma_queue_depth),
+        Unit("matrix", "matrix unit", "compute", p.queue_depth),
+        Unit("vector", "vector unit", "compute", p.queue_depth),
+    )
+    spaces = (
+        Space("vsram", "vector SRAM", p.vsram_words, min(p.mlen, p.vlen)),
+        Space("msram", "matrix SRAM", p.msram_words, p.mlen),
+    )
+    return Platform(
+        name="npu",
+        title="npu: a tensor accelerator for ML inference",
+        summary=__doc__.split("\n\n")[1].replace("\n", " ") if __doc__ else "",
+        params=p,
+        isa=isa,
+        units=units,
+        spaces=spaces,
+        chapters=chapters(p),
+        microbenchmarks=microbenchmarks(),
+        # The array retires MLEN x MLEN multiply-adds per cycle when batched (mmb).
+        peak_flops_per_cycle=2.0 * p.mlen * p.mlen,
+        hbm_bytes_per_cycle=float(p.hbm_bytes_per_cycle),
+        clock_ghz=p.clock_ghz,
+        hbm_bytes=p.hbm_bytes,
+    )

@@ -1,0 +1,164 @@
+"""Running a program: `simulate(program, contract, inputs)` -> `SimResult`.
+
+Faults of the program (and running past the step limit) are returned in `SimResult.fault`, never
+raised; only a caller's mistake (inputs that do not match the contract) raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from gauntlet.accel.assembler import Program
+from gauntlet.accel.codegen import bind
+from gauntlet.accel.contract import MemoryContract
+from gauntlet.accel.faults import Fault, SimFault
+from gauntlet.accel.isa import Step
+from gauntlet.accel.machine import STALL_CAUSES, Halt, Machine
+
+#: Instructions a run may execute unless the caller says otherwise.
+DEFAULT_STEP_LIMIT = 20_000_000
+
+
+class Profile(BaseModel):
+    """Where the cycles of a run went."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cycles: int
+    """Cycles until every unit and transfer finished."""
+    time_us: float
+    """`cycles` at the platform's clock."""
+    instructions: int
+    """Instructions executed (a loop body counts once per iteration)."""
+    instructions_by_unit: dict[str, int]
+    busy: dict[str, int]
+    """Cycles each unit spent working (the front end: one per instruction it executed)."""
+    stalls: dict[str, int]
+    """Cycles lost, by cause: `dma_wait`, `queue_full` and `register_dependency` stop the front
+    end; `memory_dependency` delays a unit until another unit's result is ready; `branch` is the
+    refetch after a taken branch."""
+    dma_bytes_read: int
+    """HBM bytes read by DMA."""
+    dma_bytes_written: int
+    """HBM bytes written by DMA."""
+
+    @property
+    def dma_bytes(self) -> int:
+        """HBM bytes moved in either direction."""
+        return self.dma_bytes_read + self.dma_bytes_written
+
+    def utilization(self) -> dict[str, float]:
+        """Share of the run each unit was busy."""
+        return {u: (b / self.cycles if self.cycles else 0.0) for u, b in self.busy.items()}
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What a run produced: the output regions, its profile and its fault, if any."""
+
+    outputs: dict[str, np.ndarray]
+    """Each output region, shaped and typed as in the contract (NaN where never written)."""
+    profile: Profile
+    fault: Fault | None
+    unwritten: dict[str, int]
+    """Per output region, how many elements the program never wrote."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the program ran to its end without a fault."""
+        return self.fault is None
+
+
+def simulate(
+    program: Program,
+    contract: MemoryContract,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    step_limit: int = DEFAULT_STEP_LIMIT,
+) -> SimResult:
+    """Run `program` on a fresh machine of its platform.
+
+    Args:
+        program: An assembled program (it knows its platform).
+        contract: The HBM regions; region `i` is passed in address register `a<i>`.
+        inputs: An array per input region, converted to the region's element type.
+        step_limit: Instructions after which the run stops with a `step_limit` fault.
+
+    Raises:
+        ConfigError: the inputs do not match the contract, or it does not fit in HBM.
+    """
+    machine = Machine(program.platform, contract, inputs)
+    return run(machine, program, step_limit=step_limit)
+
+
+def _halt() -> int:
+    raise Halt
+
+
+def run(machine: Machine, program: Program, *, step_limit: int = DEFAULT_STEP_LIMIT) -> SimResult:
+    """Run `program` on an existing machine (tests preload its SRAMs and registers)."""
+    steps: list[Step] = bind(machine, program)
+    steps.append(_halt)
+    pc = 0
+    executed = 0
+    fault: Fault | None = None
+    with np.errstate(all="ignore"):
+        try:
+            # The loop body is the whole interpreter: a step runs one instruction and returns
+            # the next program counter; the sentinel step past the end stops the run.
+            for executed in range(step_limit + 1):  # noqa: B007 - read after the loop
+                pc = steps[pc]()
+            fault = _fault(
+                program,
+                "step_limit",
+                pc,
+                f"more than {step_limit} instructions executed (an endless loop?)",
+            )
+            executed = step_limit
+        except Halt:
+            # `halt` counts as executed; running off the end (the sentinel) does not.
+            executed += pc < len(program)
+        except SimFault as err:
+            fault = _fault(program, err.kind, pc, err.message)
+    return SimResult(
+        outputs=machine.outputs(),
+        profile=_profile(machine, executed),
+        fault=fault,
+        unwritten=machine.unwritten_outputs(),
+    )
+
+
+def _fault(program: Program, kind: str, pc: int, message: str) -> Fault:
+    inside = 0 <= pc < len(program)
+    return Fault(
+        kind=kind,  # type: ignore[arg-type]
+        pc=pc,
+        line=program.instructions[pc].line if inside else 0,
+        message=message,
+        instruction=program.text(pc) if inside else "",
+    )
+
+
+def _profile(machine: Machine, executed: int) -> Profile:
+    platform = machine.platform
+    counts = list(machine.counts)
+    busy = list(machine.busy)
+    frontend = next(i for i, u in enumerate(platform.units) if u.kind == "frontend")
+    # The front end runs every instruction no other unit took; each costs it one cycle.
+    counts[frontend] = executed - sum(c for i, c in enumerate(counts) if i != frontend)
+    busy[frontend] = counts[frontend]
+    cycles = machine.cycles()
+    return Profile(
+        cycles=cycles,
+        time_us=platform.cycles_to_us(cycles),
+        instructions=executed,
+        instructions_by_unit={u.name: counts[i] for i, u in enumerate(platform.units)},
+        busy={u.name: busy[i] for i, u in enumerate(platform.units)},
+        stalls=dict(zip(STALL_CAUSES, machine.stalls, strict=True)),
+        dma_bytes_read=machine.dma_bytes_read,
+        dma_bytes_written=machine.dma_bytes_written,
+    )
