@@ -183,11 +183,12 @@ def _bwrap(
     if spec.network:
         args.append("--share-net")
     args += _system_binds()
+    # Fresh /tmp first: the binds that follow may lie under /tmp and must stay visible.
+    args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     read_only = toolchain_paths() + binary_paths(argv[0], env.get("PATH", ""))
     read_only += [Path(p).resolve() for p in readable]
     for path in _outermost(read_only):
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     for path in [workspace, *(Path(p).resolve() for p in writable)]:
         args += ["--bind", str(path), str(path)]
     args += ["--chdir", str(workspace), "--", *argv]

@@ -504,12 +504,15 @@ class CLIAgent:
             command=self.command,
         )
         launcher = self.profile.build(ctx, invocation)
+        # A generic command's absolute paths (a script, a config) are readable in the sandbox.
+        named = [Path(a) for a in self.command[1:] if a.startswith("/") and Path(a).exists()]
         launch = sandbox.prepare(
             self.sandbox,
             launcher.argv,
             workspace=ctx.workspace,
             env=launcher.env,
             writable=[home, server.socket_dir],
+            readable=named,
             name=f"gauntlet-{ctx.workspace.parent.name}",
         )
         watch = _Watch(self, ctx, turns, ctx.transcript, self.profile.text_output)

@@ -226,8 +226,9 @@ def _render_stream(data: dict[str, Any]) -> list[str]:
     if kind.startswith("item."):
         item = data.get("item", {})
         if isinstance(item, dict):
-            text = item.get("text") or item.get("command") or item.get("aggregated_output") or ""
-            return [f"{kind} {item.get('type', '')}: {_cut(str(text))}"]
+            parts = [item.get(k) for k in ("text", "command", "aggregated_output", "changes")]
+            text = "\n".join(str(p) for p in parts if p)
+            return [f"{kind} {item.get('type', '')}: {_cut(text)}"]
     if kind == "turn.completed":
         return [f"turn completed: {data.get('usage', {})}"]
     if kind == "tool_call":

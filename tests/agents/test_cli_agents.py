@@ -1,0 +1,270 @@
+"""CLI agents against fake binaries on PATH that emulate each CLI's headless output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gauntlet import sandbox
+from gauntlet.agents import make_agent
+from gauntlet.agents.base import Budget, ModelSettings
+from gauntlet.agents.cli_agents import CLIAgent
+from gauntlet.agents.llm import Price
+from gauntlet.agents.transcript import render_transcript
+from gauntlet.errors import ConfigError
+from gauntlet.judge import judge
+from gauntlet.workspace import workspace_changes
+
+FAKES = Path(__file__).resolve().parents[1] / "support" / "fake_cli"
+KEYS = (
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "CURSOR_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENROUTER_API_KEY",
+)
+
+
+@pytest.fixture(autouse=True)
+def fake_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("GAUNTLET_LEAK_CHECK", "must-not-reach-the-agent")
+    for key in (*KEYS, "GAUNTLET_SANDBOX", "GAUNTLET_SANDBOX_NETWORK"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def facts(transcript: Path) -> dict:
+    """The command line and environment the fake recorded in its first lines."""
+    for line in transcript.read_text().splitlines():
+        event = json.loads(line)
+        if "argv" in event:
+            return event
+        if event.get("type") == "text" and event["text"].startswith("FACTS "):
+            return json.loads(event["text"][len("FACTS ") :])
+    raise AssertionError("the fake recorded no facts")
+
+
+def tool_log(workspace: Path) -> list[dict]:
+    return [json.loads(line) for line in (workspace / ".gauntlet-ws.log").read_text().splitlines()]
+
+
+CASES = {
+    "claude-code": (
+        "ANTHROPIC_API_KEY",
+        [
+            ["-p"],
+            ["--output-format", "stream-json", "--verbose"],
+            ["--max-turns", "15", "--permission-mode", "bypassPermissions"],
+            ["--model", "solve"],
+            ["--max-budget-usd", "2.5"],
+        ],
+        # result event: 2 turns, input 200 + 100 cache read, output 40, its own cost
+        {"turns": 2, "tokens_in": 300, "tokens_out": 40, "cost_usd": 0.0123},
+        "check",
+    ),
+    "codex": (
+        "OPENAI_API_KEY",
+        [
+            ["exec", "--json", "--skip-git-repo-check", "--color", "never"],
+            ["--dangerously-bypass-approvals-and-sandbox", "-C"],
+            ["-m", "solve"],
+        ],
+        # file change, command, agent message (not the reasoning); priced from the table
+        {"turns": 3, "tokens_in": 1200, "tokens_out": 300, "cost_usd": 0.0018},
+        "check",
+    ),
+    "cursor": (
+        "CURSOR_API_KEY",
+        [["-p"], ["--output-format", "stream-json", "--force"], ["--model", "solve"]],
+        {"turns": 2, "tokens_in": 500, "tokens_out": 60, "cost_usd": 0.00062},
+        "check",
+    ),
+    "aider": (
+        "OPENAI_API_KEY",
+        [
+            ["--yes-always", "--no-git", "--no-auto-commits", "--no-pretty", "--no-stream"],
+            ["--read", "TASK.md", "--file", "kernel.py"],
+            ["--test-cmd", "gauntlet-ws test", "--auto-test"],
+            ["--model", "solve"],
+        ],
+        # two Tokens lines: 2.3k + 3.1k sent, 120 + 200 received, $0.03 session
+        {"turns": 2, "tokens_in": 5400, "tokens_out": 320, "cost_usd": 0.03},
+        "test",
+    ),
+}
+
+
+def contains(argv: list[str], part: list[str]) -> bool:
+    return any(argv[i : i + len(part)] == part for i in range(len(argv)))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cli_agent_headless_run(
+    name: str, scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, argv_parts, expected_usage, tool = CASES[name]
+    monkeypatch.setenv(key, f"fake-{key.lower()}")
+    ctx, ws = make_context(
+        scale_task, budget=Budget(wall_s=120, cost_usd=2.5), model=ModelSettings(model="solve")
+    )
+    agent = make_agent(name)
+    assert isinstance(agent, CLIAgent)
+    agent.prices.prices["solve"] = Price(input_per_mtok=1.0, output_per_mtok=2.0)
+    result = agent.run(ctx)
+    assert (result.status, result.message) == ("finished", f"{name} exited normally"), result
+    assert result.transcript == ctx.transcript
+
+    recorded = facts(ctx.transcript)
+    argv = recorded["argv"]
+    for part in argv_parts:
+        assert contains(argv, part), (part, argv)
+    prompt_flag = {"aider": "--message", "codex": None}.get(name, "-p")
+    prompt = argv[argv.index(prompt_flag) + 1] if prompt_flag else argv[-1]
+    assert "TASK.md" in prompt and ws.brief in prompt
+    assert recorded["cwd"] == str(ws.path)
+
+    env = recorded["env"]
+    assert env[key] == f"fake-{key.lower()}"
+    assert "GAUNTLET_LEAK_CHECK" not in env
+    assert env["HOME"] != os.environ.get("HOME") and not env["HOME"].startswith(str(ws.path))
+    assert env["GAUNTLET_WS_SOCKET"].endswith("ws.sock")
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+
+    usage = result.usage.model_dump()
+    for field, value in expected_usage.items():
+        assert usage[field] == pytest.approx(value), (field, usage)
+    assert result.usage.tool_calls == 1 and result.usage.wall_s > 0
+
+    # The fake edited the kernel and reached the tool server through gauntlet-ws.
+    marker = "cursor" if name == "cursor" else name.split("-")[0]
+    assert f"# edited by {marker}" in (ws.path / "kernel.py").read_text()
+    assert workspace_changes(ws) == {"kernel.py": "modified", ".gauntlet-ws.log": "added"}
+    calls = tool_log(ws.path)
+    assert [(c["caller"], c["tool"], c["ok"]) for c in calls] == [(name, tool, True)]
+    rendered = "\n".join(render_transcript(ctx.transcript))
+    assert ("All checks passed" if tool == "check" else "status: pass") in rendered
+
+
+def test_codex_and_aider_transcripts_are_kept_line_by_line(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    ctx, _ = make_context(scale_task, model=ModelSettings(model="solve"))
+    make_agent("codex").run(ctx)
+    kinds = [json.loads(line)["type"] for line in ctx.transcript.read_text().splitlines()]
+    assert kinds == ["thread.started", "turn.started"] + ["item.completed"] * 4 + ["turn.completed"]
+
+
+def test_missing_binary_or_key_names_the_remedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN"):
+        make_agent("claude-code")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    with pytest.raises(ConfigError, match=r"'claude'.*npm install -g @anthropic-ai/claude-code"):
+        make_agent("claude-code")
+    with pytest.raises(ConfigError, match="'cursor-agent' command"):
+        make_agent("cursor")
+    with pytest.raises(ConfigError, match="bad option 'turbo=on'"):
+        make_agent("codex:turbo=on")
+    with pytest.raises(ConfigError, match="unknown sandbox 'vm'"):
+        make_agent("aider:sandbox=vm")
+    with pytest.raises(ConfigError, match="needs a command"):
+        make_agent("generic")
+    with pytest.raises(ConfigError, match="'no-such-agent-binary' command"):
+        make_agent("generic:no-such-agent-binary --flag")
+
+
+def test_agent_failure_is_reported_with_its_stderr(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CURSOR_API_KEY", "k")
+    ctx, _ = make_context(scale_task, model=ModelSettings(model="fail"))
+    result = make_agent("cursor").run(ctx)
+    assert result.status == "error"
+    assert "exited with code 3" in result.message and "refused the key" in result.message
+    assert "refused the key" in ctx.transcript.with_suffix(".stderr.txt").read_text()
+
+
+def test_claude_max_turns_is_budget_exhausted(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    ctx, _ = make_context(scale_task, model=ModelSettings(model="max-turns"))
+    result = make_agent("claude-code").run(ctx)
+    assert result.status == "budget_exhausted" and "error_max_turns" in result.message
+    assert result.usage.turns == 15 and result.usage.cost_usd == pytest.approx(0.5)
+
+
+def test_token_budget_kills_the_agent_from_outside(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    ctx, _ = make_context(
+        scale_task, budget=Budget(wall_s=60, tokens=2000), model=ModelSettings(model="spend")
+    )
+    started = time.monotonic()
+    result = make_agent("claude-code").run(ctx)
+    assert time.monotonic() - started < 30
+    assert result.status == "budget_exhausted"
+    assert result.message.startswith("token budget of 2000 exhausted (2000 used)")
+    assert result.usage.turns == 4
+
+
+def test_turn_budget_kills_the_agent_from_outside(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    ctx, _ = make_context(
+        scale_task, budget=Budget(wall_s=60, turns=5), model=ModelSettings(model="spend")
+    )
+    result = make_agent("codex").run(ctx)
+    assert result.status == "budget_exhausted"
+    assert result.message.startswith("turn budget of 5 exhausted (6 turns)")
+
+
+def test_runaway_agent_is_killed_at_its_wall_budget_and_its_partial_work_judged(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CURSOR_API_KEY", "k")
+    ctx, ws = make_context(
+        scale_task, budget=Budget(wall_s=4), model=ModelSettings(model="runaway")
+    )
+    started = time.monotonic()
+    result = make_agent("cursor").run(ctx)
+    assert time.monotonic() - started < 20
+    assert result.status == "timeout" and "4 s exhausted" in result.message
+    record = next(
+        json.loads(line)
+        for line in ctx.transcript.read_text().splitlines()
+        if "children" in json.loads(line)
+    )
+    for pid in record["children"]:  # one stayed in the agent's group, one left it
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    leftovers = [
+        p for p in psutil.process_iter(["cmdline"]) if record["token"] in (p.info["cmdline"] or [])
+    ]
+    assert leftovers == []
+    assert "# edited by cursor (partial)" in (ws.path / "kernel.py").read_text()
+    verdict = judge(scale_task, ws.path, device="cpu", seed=5, mode="final")
+    assert verdict.status == "pass", verdict.reason
+
+
+@pytest.mark.skipif(sandbox.availability("bwrap") is not None, reason="bwrap is not usable here")
+def test_cli_agent_under_bwrap(scale_task, make_context, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    ctx, ws = make_context(scale_task, model=ModelSettings(model="solve"))
+    result = make_agent("claude-code:sandbox=bwrap,network=off").run(ctx)
+    assert result.status == "finished", result.message
+    env = facts(ctx.transcript)["env"]
+    assert env["IS_SANDBOX"] == "1"
+    assert "# edited by claude" in (ws.path / "kernel.py").read_text()
+    assert [(c["tool"], c["ok"]) for c in tool_log(ws.path)] == [("check", True)]

@@ -1,0 +1,208 @@
+"""Sandboxes: what an agent process can see and reach, and that nothing outlives it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gauntlet import process, sandbox
+from gauntlet.agents import make_agent
+from gauntlet.agents.base import AgentContext, Budget
+from gauntlet.task import load_task
+from gauntlet.workspace import build_workspace
+
+TASK_DIR = Path(__file__).parent / "agents" / "task_scale"
+
+needs_bwrap = pytest.mark.skipif(
+    sandbox.availability("bwrap") is not None,
+    reason=f"bwrap is not usable here: {sandbox.availability('bwrap')}",
+)
+
+PROBE = """\
+import json, subprocess, sys
+results = {}
+for label, path in json.loads(sys.argv[1]).items():
+    try:
+        with open(path, encoding="utf-8") as handle:
+            handle.read()
+        results[label] = "read"
+    except OSError as err:
+        results[label] = type(err).__name__
+try:
+    with open(sys.argv[2], "w") as handle:
+        handle.write("escaped")
+    results["write outside"] = "written"
+except OSError as err:
+    results["write outside"] = type(err).__name__
+with open("probe-wrote.txt", "w") as handle:
+    handle.write("x")
+check = subprocess.run(["gauntlet-ws", "check"], capture_output=True, text=True)
+results["gauntlet-ws check"] = check.stdout.strip().splitlines()[-1]
+print(json.dumps({"type": "probe", "results": results}), flush=True)
+"""
+
+
+def probe_run(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Run the probe as a generic agent in an attempt's workspace; what it could read."""
+    task = load_task(TASK_DIR)
+    run_dir = tmp_path / "run"
+    (run_dir / "attempts").mkdir(parents=True)
+    (run_dir / "attempts.jsonl").write_text('{"kind": "attempt"}\n')
+    (run_dir / "secret-seed").write_text("1234\n")
+    budget = Budget(wall_s=120)
+    other = build_workspace(task, tmp_path / "other" / "workspace", device="cpu", budget=budget)
+    mine = build_workspace(task, tmp_path / "mine" / "workspace", device="cpu", budget=budget)
+    targets = {
+        "hidden configs (task.toml)": str(TASK_DIR / "task.toml"),
+        "expert solution": str(TASK_DIR / "expert" / "kernel.py"),
+        "input generator": str(TASK_DIR / "inputs.py"),
+        "run record": str(run_dir / "attempts.jsonl"),
+        "run secret": str(run_dir / "secret-seed"),
+        "other attempt's workspace": str(other.path / "kernel.py"),
+        "own brief": "TASK.md",
+    }
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    outside = tmp_path / "outside.txt"
+    command = f"{sys.executable} {script} {shlex.quote(json.dumps(targets))} {outside}"
+    monkeypatch.setenv("GAUNTLET_SANDBOX", kind)
+    ctx = AgentContext(
+        task=task,
+        workspace=mine.path,
+        brief=mine.brief,
+        budget=budget,
+        transcript=tmp_path / "mine" / "transcript.jsonl",
+    )
+    result = make_agent(f"generic:{command}").run(ctx)
+    assert result.status == "finished", result.message
+    assert (mine.path / "probe-wrote.txt").read_text() == "x"
+    for line in ctx.transcript.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "probe":
+            return event["results"]
+    raise AssertionError(f"no probe output in {ctx.transcript.read_text()}")
+
+
+@needs_bwrap
+def test_bwrap_hides_the_task_the_run_and_other_attempts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = probe_run(tmp_path, "bwrap", monkeypatch)
+    for secret in (
+        "hidden configs (task.toml)",
+        "expert solution",
+        "input generator",
+        "run record",
+        "run secret",
+        "other attempt's workspace",
+    ):
+        assert results[secret] == "FileNotFoundError", (secret, results)
+    assert results["own brief"] == "read"
+    # A write outside the workspace lands, at most, in the sandbox's private /tmp.
+    assert not (tmp_path / "outside.txt").exists()
+    # The tools still work: they run outside the sandbox, behind the socket.
+    assert results["gauntlet-ws check"] == "All checks passed."
+
+
+def test_without_a_sandbox_the_probe_sees_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The control: the probe is able to find these files when nothing hides them.
+    results = probe_run(tmp_path, "none", monkeypatch)
+    assert set(results.values()) == {"read", "written", "All checks passed."}
+    assert (tmp_path / "outside.txt").read_text() == "escaped"
+    assert results["hidden configs (task.toml)"] == "read"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("network", [False, True])
+def test_bwrap_network_option(tmp_path: Path, network: bool) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        code = (
+            "import socket\n"
+            f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+            "    print('connected')\n"
+            "except OSError as err:\n    print('refused', err)\n"
+        )
+        launch = sandbox.prepare(
+            sandbox.SandboxSpec(kind="bwrap", network=network),
+            [sys.executable, "-c", code],
+            workspace=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        finished = process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=30)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.startswith("connected" if network else "refused")
+
+
+@needs_bwrap
+def test_bwrap_kills_even_processes_that_left_the_session(tmp_path: Path) -> None:
+    token = f"gauntlet-escapee-{time.monotonic_ns()}"
+    code = (
+        "import os, subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True: time.sleep(1)', "
+        f"'{token}'], start_new_session=True)\n"
+        "while True: time.sleep(1)\n"
+    )
+    launch = sandbox.prepare(
+        sandbox.SandboxSpec(kind="bwrap", network=False),
+        [sys.executable, "-c", code],
+        workspace=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    child = process.Child(launch.argv, env=launch.env, cwd=launch.cwd)
+
+    def escapees() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+
+    deadline = time.monotonic() + 20
+    while not escapees() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert escapees(), "the escapee never started"
+    finished = child.wait(timeout_s=0.5, kill_tree=True)
+    assert finished.timed_out
+    deadline = time.monotonic() + 10
+    while escapees() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in escapees() if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Docker itself is not available in CI: this checks the command that would be run.
+    monkeypatch.setattr(sandbox, "availability", lambda kind: None)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, path=None: f"/usr/bin/{name}")
+    home = tmp_path / "home"
+    home.mkdir()
+    launch = sandbox.prepare(
+        sandbox.SandboxSpec(kind="docker", network=False, image="agents:1"),
+        ["claude", "-p", "hi"],
+        workspace=tmp_path,
+        env={"PATH": "/x", "ANTHROPIC_API_KEY": "k", "HOME": str(home)},
+        writable=[home],
+        name="gauntlet-attempt/1",
+    )
+    argv = launch.argv
+    assert argv[:2] == ["/usr/bin/docker", "run"] and argv[-4:] == [
+        "agents:1",
+        "claude",
+        "-p",
+        "hi",
+    ]
+    assert argv[argv.index("--network") + 1] == "none"
+    assert argv[argv.index("--name") + 1] == "gauntlet-attempt-1"
+    volumes = [argv[i + 1] for i, a in enumerate(argv) if a == "--volume"]
+    assert volumes == [f"{tmp_path}:{tmp_path}", f"{home}:{home}"]
+    envs = [argv[i + 1] for i, a in enumerate(argv) if a == "--env"]
+    assert envs == ["ANTHROPIC_API_KEY", "HOME"]  # names only: values stay out of argv
+    assert launch.env["ANTHROPIC_API_KEY"] == "k"
+    assert launch.cleanup == [["/usr/bin/docker", "kill", "gauntlet-attempt-1"]]
