@@ -243,29 +243,28 @@ def _check(
     vis_results = [r for r in results if not r.config.hidden]
     hid_results = [r for r in results if r.config.hidden]
 
-    if evaluation.failure is not None:
-        # A failure after every visible config was checked and found right happened on a
-        # hidden config; the record says so.
-        in_hidden = bool(hid_results) and all(r.correct for r in vis_results)
-        if in_hidden and vis_results:
-            verdicts.passed("correctness_visible")
-        gate: GateName = "correctness_hidden" if in_hidden else "correctness_visible"
-        return verdicts.stop(gate, evaluation.failure, evaluation.reason, **fields)
-
-    wrong_visible = next((r for r in vis_results if not r.correct), None)
+    # The first failure in gate order wins: a wrong visible config, then a failure of the
+    # process while visible configs ran, then a wrong hidden config, then a failure after.
+    failure = evaluation.failure
+    in_hidden = bool(hid_results) and all(r.correct for r in vis_results)
+    wrong_visible = next((r for r in vis_results if r.correct is False), None)
     if wrong_visible is not None:
         reason = f"config {wrong_visible.config.label()}: {wrong_visible.reason}"
         return verdicts.stop("correctness_visible", "incorrect", reason, **fields)
+    if failure is not None and not in_hidden:
+        return verdicts.stop("correctness_visible", failure, evaluation.reason, **fields)
     if vis_results:
         verdicts.passed("correctness_visible")
     else:
         verdicts.skipped("correctness_visible", "visible configs not requested")
 
-    wrong_hidden = next((r for r in hid_results if not r.correct), None)
+    wrong_hidden = next((r for r in hid_results if r.correct is False), None)
     if wrong_hidden is not None:
         status: Status = "overfit" if vis_results else "incorrect"
         reason = f"hidden config {wrong_hidden.config.label()}: {wrong_hidden.reason}"
         return verdicts.stop("correctness_hidden", status, reason, **_speedups(fields, results))
+    if failure is not None:
+        return verdicts.stop("correctness_hidden", failure, evaluation.reason, **fields)
     if hid_results:
         verdicts.passed("correctness_hidden")
     else:
