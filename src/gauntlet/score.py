@@ -435,12 +435,15 @@ def bootstrap_distribution(
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         raise ValueError("bootstrap of an empty sample")
-    w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=np.float64)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
     rng = np.random.default_rng(bootstrap.seed)
     stats = np.empty(bootstrap.resamples)
     for start in range(0, bootstrap.resamples, _BLOCK):
         rows = min(_BLOCK, bootstrap.resamples - start)
         idx = rng.integers(0, x.size, size=(rows, x.size))
+        if w is None:
+            stats[start : start + rows] = x[idx].mean(axis=1)
+            continue
         with np.errstate(invalid="ignore", divide="ignore"):
             stats[start : start + rows] = (w[idx] * x[idx]).sum(axis=1) / w[idx].sum(axis=1)
     return stats

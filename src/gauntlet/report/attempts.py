@@ -7,12 +7,17 @@ with an explicit marker, and always escaped before they reach the page.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from gauntlet.store import AttemptRecord, RunStore
+
+if TYPE_CHECKING:
+    from pygments.lexer import Lexer
 
 #: Largest part of one submission file shown (the judge's own limit per file is 200 kB).
 SUBMISSION_LIMIT_BYTES = 200_000
@@ -61,17 +66,24 @@ def _read_capped(path: Path, limit_bytes: int) -> tuple[bytes, int]:
     return data, 0
 
 
-def highlight(name: str, text: str) -> Markup:
-    """Source code as highlighted HTML, the lexer chosen by file name."""
-    from pygments import highlight as pygmentize
-    from pygments.formatters import HtmlFormatter
+@functools.cache
+def _lexer(suffix: str) -> Lexer:
+    # Lexer lookup scans every lexer Pygments knows; one lookup per file type is enough.
     from pygments.lexers import TextLexer, get_lexer_for_filename
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_for_filename(name, stripnl=False)
+        return get_lexer_for_filename("file" + suffix, stripnl=False)
     except ClassNotFound:
-        lexer = TextLexer(stripnl=False)
+        return TextLexer(stripnl=False)
+
+
+def highlight(name: str, text: str) -> Markup:
+    """Source code as highlighted HTML, the lexer chosen by file name."""
+    from pygments import highlight as pygmentize
+    from pygments.formatters import HtmlFormatter
+
+    lexer = _lexer(PurePosixPath(name).suffix)
     return Markup(pygmentize(text, lexer, HtmlFormatter(cssclass="highlight")))
 
 

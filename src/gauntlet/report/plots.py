@@ -108,8 +108,15 @@ def fast_p_chart(tasks: Sequence[TaskScore], salt: str) -> str:
     return _svg(figure, salt)
 
 
+#: Up to this many tasks, the speed-of-light chart names each task; beyond, it shows the profile.
+SOL_LABELLED_TASKS = 40
+
+
 def sol_chart(tasks: Sequence[TaskScore], salt: str) -> str:
-    """Fraction of speed-of-light per task, one bar each (0 for a task that does not pass).
+    """Fraction of speed-of-light per task (0 for a task that does not pass), sorted.
+
+    Up to `SOL_LABELLED_TASKS` tasks get one labelled horizontal bar each; more tasks are drawn
+    as unlabelled bars in rank order, which keeps the chart a readable size.
 
     Args:
         tasks: The group's tasks whose fraction is known.
@@ -118,14 +125,20 @@ def sol_chart(tasks: Sequence[TaskScore], salt: str) -> str:
     shown = sorted(
         (t for t in tasks if t.sol_fraction is not None), key=lambda t: t.sol_fraction or 0.0
     )
-    figure = _figure(6.0, max(1.6, 0.28 * len(shown) + 0.9))
-    axes = figure.add_subplot()
-    axes.barh(
-        [t.task_id for t in shown],
-        [t.sol_fraction or 0.0 for t in shown],
-        color=[PASS_COLOR if t.passed else FAIL_COLOR for t in shown],
-    )
-    axes.set_xlim(0, 1)
-    axes.set_xlabel("fraction of speed-of-light (1.0 = roofline)")
-    axes.tick_params(axis="y", labelsize="small")
+    fractions = [t.sol_fraction or 0.0 for t in shown]
+    colors = [PASS_COLOR if t.passed else FAIL_COLOR for t in shown]
+    if len(shown) <= SOL_LABELLED_TASKS:
+        figure = _figure(6.0, max(1.6, 0.28 * len(shown) + 0.9))
+        axes = figure.add_subplot()
+        axes.barh([t.task_id for t in shown], fractions, color=colors)
+        axes.set_xlim(0, 1)
+        axes.set_xlabel("fraction of speed-of-light (1.0 = roofline)")
+        axes.tick_params(axis="y", labelsize="small")
+    else:
+        figure = _figure(6.0, 2.8)
+        axes = figure.add_subplot()
+        axes.bar(range(len(shown)), fractions[::-1], width=1.0, color=colors[::-1])
+        axes.set_ylim(0, 1)
+        axes.set_xlabel(f"tasks, by fraction ({len(shown)})")
+        axes.set_ylabel("fraction of speed-of-light")
     return _svg(figure, salt)
