@@ -29,6 +29,7 @@ from gauntlet.score import (
     group_label,
     groups_of,
     load_run,
+    not_timed,
     percentile_interval,
     score_tasks,
     select_key,
@@ -188,7 +189,7 @@ def compare_tasks(
                 key="deployable_speedup",
                 label="Deployable speedup",
                 kind="ratio",
-                reason=f"not timed ({untimed.timing_note})",
+                reason=not_timed(untimed.timing_note),
             )
         )
     else:

@@ -496,6 +496,13 @@ def weighted_mean(
     return math.exp(estimate) if geometric else estimate
 
 
+def not_timed(note: str) -> str:
+    """The n/a reason of a speed figure, from the verdict's note on why it has no times."""
+    if not note:
+        return "not timed"
+    return note if "not timed" in note else f"not timed ({note})"
+
+
 def compute_metric(
     spec: MetricSpec, tasks: Sequence[TaskScore], bootstrap: Bootstrap = DEFAULT_BOOTSTRAP
 ) -> Metric:
@@ -503,8 +510,7 @@ def compute_metric(
     if spec.needs_timing:
         untimed = [t for t in tasks if not t.timed]
         if untimed:
-            note = untimed[0].timing_note
-            return Metric(key=spec.key, n=len(tasks), reason=f"not timed ({note})")
+            return Metric(key=spec.key, n=len(tasks), reason=not_timed(untimed[0].timing_note))
     pairs = [(t, spec.value(t)) for t in tasks]
     if spec.scope == "all":
         unknown = [t for t, v in pairs if v is None]

@@ -102,7 +102,7 @@ def test_untimed_run_says_not_timed(tmp_path: Path) -> None:
     run.add("t/b", "incorrect")
     html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
     assert "<svg" not in html
-    assert "No speed charts: not timed (the cpu device is not timed)." in html
+    assert "No speed charts: device &#39;cpu&#39; is not timed: correctness only." in html
     cells = number_cells(html)
     assert value_cell(cells, table="summary", metric="deployable_speedup").text == "n/a"
     assert value_cell(cells, table="summary", metric="pass_rate").text == "50.0%"

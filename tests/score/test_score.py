@@ -17,6 +17,7 @@ from gauntlet.score import (
     GroupScores,
     bootstrap_ci,
     fast_p_curve,
+    not_timed,
     score_run,
 )
 
@@ -108,9 +109,15 @@ def test_untimed_runs_say_not_timed_but_keep_pass_rates(tmp_path: Path) -> None:
     for key in ("deployable_speedup", "passing_speedup", "fast_1.0", "sol_fraction", "retention"):
         metric = group.metrics[key]
         assert metric.value is None and metric.ci_low is None
-        assert metric.reason == "not timed (the cpu device is not timed)"
+        assert metric.reason == "device 'cpu' is not timed: correctness only"
     assert group.tasks[0].speedup is None and group.tasks[0].fast(1.0) is None
     assert fast_p_curve(group.tasks, [1.0]) is None
+
+
+def test_not_timed_reasons_always_say_so() -> None:
+    assert not_timed("device 'cpu' is not timed: correctness only").startswith("device")
+    assert not_timed("no verdict recorded") == "not timed (no verdict recorded)"
+    assert not_timed("") == "not timed"
 
 
 def test_untimed_run_where_nothing_passes_keeps_the_baseline(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def make_verdict(
         gates=gates,
         configs=results,
         timed=timed,
-        timing_note="" if timed else "the cpu device is not timed",
+        timing_note="" if timed else "device 'cpu' is not timed: correctness only",
         speedup=speedup if timed else None,
         hidden_speedup=hidden_speedup if timed else None,
         sol_fraction=sol_fraction if timed else None,

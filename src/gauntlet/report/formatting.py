@@ -18,7 +18,8 @@ def format_value(value: float | None, unit: Unit) -> str:
     if unit == "seconds":
         return f"{value:.1f} s"
     if unit == "usd":
-        return f"${value:,.2f}" if abs(value) >= 0.1 else f"${value:.4f}"
+        # Small costs keep four decimals: a cheap model's attempt may cost a fraction of a cent.
+        return f"${value:,.2f}" if value == 0 or abs(value) >= 0.1 else f"${value:.4f}"
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 

@@ -38,7 +38,7 @@
   function openTarget() {
     var id = decodeURIComponent(window.location.hash.slice(1));
     var target = id ? document.getElementById(id) : null;
-    if (target && target.tagName === "DETAILS") { target.open = true; target.scrollIntoView(); }
+    if (target && target.tagName === "DETAILS") { target.open = true; }
   }
   window.addEventListener("hashchange", openTarget);
   openTarget();
