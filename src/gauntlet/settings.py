@@ -16,6 +16,7 @@ CACHE_DIR = Path(os.environ.get("GAUNTLET_CACHE_DIR", Path.home() / ".cache" / "
 #: Environment variables a worker process keeps; everything else is scrubbed.
 WORKER_ENV_KEEP = (
     "PATH",
+    "PYTHONPATH",
     "HOME",
     "LANG",
     "LC_ALL",
@@ -23,6 +24,10 @@ WORKER_ENV_KEEP = (
     "CUDA_HOME",
     "CUDA_PATH",
     "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "TORCH_CUDA_ARCH_LIST",
     "OPENBLAS_CORETYPE",
     "OPENBLAS_L2_SIZE",
     "TRITON_CACHE_DIR",

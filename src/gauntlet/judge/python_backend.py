@@ -8,10 +8,12 @@ over non-inherited pipes, and the comparison happens here, in the trusted orches
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import random
 import resource
 import shutil
 import sys
@@ -27,9 +29,16 @@ from gauntlet import process, settings
 from gauntlet.errors import JudgeError
 from gauntlet.judge import correctness, guards
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
-from gauntlet.judge.channel import ChannelClosed, ChannelTimeout, FrameReader, ProtocolError
+from gauntlet.judge.channel import (
+    ChannelClosed,
+    ChannelTimeout,
+    FrameReader,
+    ProtocolError,
+    write_frame,
+)
 from gauntlet.judge.seeds import derive_seed
-from gauntlet.judge.verdict import ConfigResult
+from gauntlet.judge.timing import TimingPlan
+from gauntlet.judge.verdict import ConfigResult, Timing
 from gauntlet.task import Config, Task
 
 if TYPE_CHECKING:
@@ -103,7 +112,32 @@ class _Trial:
 class _ConfigState:
     config: Config
     trials: list[dict[str, Any]]
+    timing: dict[str, Any] | None = None
+    """The timing plan and base inputs for this config, when it is timed."""
     reference: list[_Trial] = field(default_factory=list)
+    samples: dict[int, list[torch.Tensor]] = field(default_factory=dict)
+    """Float64 references of the timed calls whose outputs are checked, by position."""
+
+    def sample_requests(self) -> list[dict[str, Any]]:
+        if self.timing is None:
+            return []
+        plan = self.timing["plan"]
+        return [
+            {**self.timing["inputs"], "scale": plan["scales"][p], "position": p}
+            for p in plan["sample_positions"]
+        ]
+
+
+def timing_for(task: Task, config: Config, seed: int, plan: TimingPlan) -> dict[str, Any]:
+    """A config's timing: base inputs and per-call scales and sampled positions, all secret."""
+    timing_seed = derive_seed(seed, task.task_id, config.name, "timing")
+    rng = random.Random(timing_seed)
+    scales = [rng.uniform(0.5, 2.0) for _ in range(plan.max_pairs)]
+    positions = sorted(rng.sample(range(plan.warmup, plan.min_pairs), 3))
+    return {
+        "inputs": {"distribution": task.spec.inputs.distributions[0], "seed": timing_seed},
+        "plan": {**dataclasses.asdict(plan), "scales": scales, "sample_positions": positions},
+    }
 
 
 def trials_for(task: Task, config: Config, seed: int) -> list[dict[str, Any]]:
@@ -129,7 +163,9 @@ class _ReferenceCache:
 
     def __init__(self, limit_bytes: int) -> None:
         self.limit_bytes = limit_bytes
-        self.entries: OrderedDict[str, tuple[list[_Trial], int]] = OrderedDict()
+        self.entries: OrderedDict[str, tuple[list[_Trial], dict[int, list[torch.Tensor]], int]] = (
+            OrderedDict()
+        )
         self.lock = threading.Lock()
 
     @staticmethod
@@ -140,22 +176,24 @@ class _ReferenceCache:
         hasher = hashlib.sha256(task.spec.model_dump_json().encode())
         for name in files:
             hasher.update(task.path(name).read_bytes())
-        hasher.update(json.dumps([state.config.params, state.trials, device]).encode())
+        samples = state.sample_requests()
+        hasher.update(json.dumps([state.config.params, state.trials, samples, device]).encode())
         return hasher.hexdigest()
 
-    def get(self, key: str) -> list[_Trial] | None:
+    def get(self, key: str) -> tuple[list[_Trial], dict[int, list[torch.Tensor]]] | None:
         with self.lock:
             entry = self.entries.get(key)
             if entry is None:
                 return None
             self.entries.move_to_end(key)
-            return entry[0]
+            return entry[0], entry[1]
 
-    def put(self, key: str, trials: list[_Trial]) -> None:
+    def put(self, key: str, trials: list[_Trial], samples: dict[int, list[torch.Tensor]]) -> None:
         size = sum(t.nbytes() for t in trials)
+        size += sum(x.numel() * x.element_size() for xs in samples.values() for x in xs)
         with self.lock:
-            self.entries[key] = (trials, size)
-            while sum(s for _, s in self.entries.values()) > self.limit_bytes and self.entries:
+            self.entries[key] = (trials, samples, size)
+            while sum(e[2] for e in self.entries.values()) > self.limit_bytes and self.entries:
                 self.entries.popitem(last=False)
 
 
@@ -166,8 +204,15 @@ class _Evaluation:
     def __init__(self, request: EvalRequest) -> None:
         self.request = request
         self.task = request.task
+        timed = request.timed and request.device.startswith(("cuda", "rocm"))
+        plan = TimingPlan(scales=[], sample_positions=[], allow_libraries=request.is_baseline)
         self.states = [
-            _ConfigState(c, trials_for(self.task, c, request.seed)) for c in request.configs
+            _ConfigState(
+                c,
+                trials_for(self.task, c, request.seed),
+                timing_for(self.task, c, request.seed, plan) if timed else None,
+            )
+            for c in request.configs
         ]
         self.tmp = request.workdir / "worker-tmp"
 
@@ -194,9 +239,19 @@ class _Evaluation:
                 "entry": spec.submission.entry,
             },
             "configs": [
-                {"name": s.config.name, "params": s.config.params, "trials": s.trials}
+                {
+                    "name": s.config.name,
+                    "params": s.config.params,
+                    "trials": s.trials,
+                    "samples": s.sample_requests() if role == "reference" else [],
+                }
                 for s in states
             ],
+            "timing": (
+                {s.config.name: s.timing for s in states if s.timing is not None}
+                if role == "candidate"
+                else {}
+            ),
         }
 
     def run(self) -> Evaluation:
@@ -210,12 +265,16 @@ class _Evaluation:
             if cached is None:
                 missing.append(state)
             else:
-                state.reference = list(cached)
+                state.reference, state.samples = list(cached[0]), dict(cached[1])
         reference = None
         try:
             if missing:
-                reference = _Worker(self._request("reference", missing), self.tmp / "reference")
-            candidate = _Worker(self._request("candidate", self.states), self.tmp / "candidate")
+                reference = _Worker(
+                    self._request("reference", missing), self.tmp / "reference", self.request.device
+                )
+            candidate = _Worker(
+                self._request("candidate", self.states), self.tmp / "candidate", self.request.device
+            )
         except OSError as err:
             raise JudgeError(
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
@@ -224,7 +283,7 @@ class _Evaluation:
             if reference is not None:
                 self._collect_reference(reference)
                 for state in missing:
-                    _REFERENCES.put(keys[state.config.name], state.reference)
+                    _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
             return self._collect_candidate(candidate)
         finally:
             if reference is not None:
@@ -254,6 +313,9 @@ class _Evaluation:
                     f"'{self.task.task_id}':\n{header.get('traceback', '')}"
                 )
             state = by_name[header["config"]]
+            if event == "sample":
+                state.samples[int(header["position"])] = tensors
+                continue
             n_out = len(header["baseline_rel_l2"])
             state.reference.append(
                 _Trial(
@@ -308,6 +370,21 @@ class _Evaluation:
             elif event == "done":
                 finished = worker.finish(grace_s=10)
                 break
+            elif event == "checked":
+                timed = self._to_time(results)
+                worker.send({"command": "time", "configs": timed} if timed else {"command": "stop"})
+                deadline = time.monotonic() + self.task.spec.timeout_s
+            elif event == "timing_start":
+                timing_config = header["config"]
+                cap = by_name[timing_config].timing["plan"]["time_cap_s"]  # type: ignore[index]
+                deadline = time.monotonic() + cap + self.task.spec.timeout_s
+            elif event == "timed":
+                name = header["config"]
+                results[name], problem = self._timed(by_name[name], results[name], header, tensors)
+                if problem:
+                    failure = ("rejected", f"config {by_name[name].config.label()}: {problem}")
+                evaluation.environment.update(_clock_environment(name, header.get("clocks", {})))
+                deadline = time.monotonic() + self.task.spec.timeout_s
             elif event == "build_error":
                 failure = (
                     "build_error",
@@ -346,6 +423,75 @@ class _Evaluation:
             evaluation.failure = failure[0]  # type: ignore[assignment]
             evaluation.reason = failure[1]
         return evaluation
+
+    def _to_time(self, results: dict[str, ConfigResult]) -> list[str]:
+        """Configs worth timing: all of them, when every checked config was right."""
+        if not all(r.correct for r in results.values()):
+            return []
+        return [s.config.name for s in self.states if s.timing is not None]
+
+    def _timed(
+        self,
+        state: _ConfigState,
+        result: ConfigResult,
+        header: dict[str, Any],
+        tensors: list[torch.Tensor],
+    ) -> tuple[ConfigResult, str]:
+        """The config's result with its timing; a problem that makes the times untrustworthy."""
+        summary = header["summary"]
+        spec = self.task.spec
+        tol = correctness.tolerance_for(spec.tolerance, state.config.dtype)
+        offset = 0
+        for position, count in header["samples"]:
+            outputs = tensors[offset : offset + count]
+            offset += count
+            expected = state.samples.get(int(position), [])
+            if len(outputs) != len(expected):
+                return result, f"timed call {position} returned {len(outputs)} outputs"
+            for out, want in zip(outputs, expected, strict=True):
+                bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, 0.0)
+                # The bound of the trials (margin over the baseline's error) still applies.
+                bound = max(bound, result.rel_l2_bound or 0.0)
+                check = correctness.compare(out, want, tol, bound, f"timed call {position}")
+                if not check.ok:
+                    wrong = result.model_copy(
+                        update={
+                            "correct": False,
+                            "reason": f"{check.reason} (the output of a timed call is wrong: "
+                            "the kernel computes differently when timed than when checked)",
+                        }
+                    )
+                    return wrong, ""
+        sol = _sol_us(self.task, state.config, self.request.device)
+        candidate_us = float(summary["candidate"])
+        timing_record = Timing(
+            unit="us",
+            baseline=float(summary["baseline"]),
+            candidate=candidate_us,
+            baseline_iqr=float(summary["baseline_iqr"]),
+            candidate_iqr=float(summary["candidate_iqr"]),
+            speedup=float(summary["speedup"]),
+            speedup_ci=tuple(summary["speedup_ci"]),  # type: ignore[arg-type]
+            count=int(summary["count"]),
+            sol=sol,
+            sol_fraction=sol / candidate_us if sol is not None and candidate_us > 0 else None,
+        )
+        return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
+
+
+def _sol_us(task: Task, config: Config, device: str) -> float | None:
+    """The config's speed-of-light time on the device, in microseconds."""
+    from gauntlet.judge.roofline import device_peaks, sol_seconds
+
+    return sol_seconds(task, config, device_peaks(device)) * 1e6
+
+
+def _clock_environment(config: str, clocks: dict[str, dict[str, float]]) -> dict[str, str]:
+    return {
+        f"clocks.{config}.{when}.{key}": f"{value:g}"
+        for when, values in clocks.items()
+        for key, value in values.items()
+    }
 
 
 class _ConfigCheck:
@@ -449,9 +595,16 @@ class _ConfigCheck:
         )
 
 
-def worker_env(tmp: Path) -> dict[str, str]:
-    """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR."""
+def worker_env(tmp: Path, device: str = "cpu") -> dict[str, str]:
+    """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR.
+
+    A worker for `cuda:N` sees only GPU N (as its device 0).
+    """
     env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
+    if device.startswith(("cuda:", "rocm:")):
+        index = int(device.split(":")[1])
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        env["CUDA_VISIBLE_DEVICES"] = visible.split(",")[index] if visible else str(index)
     env.update(
         HOME=str(tmp),
         TMPDIR=str(tmp),
@@ -467,7 +620,7 @@ def worker_env(tmp: Path) -> dict[str, str]:
 class _Worker:
     """A worker process with its request sent and its result pipe open."""
 
-    def __init__(self, request: dict[str, Any], tmp: Path) -> None:
+    def __init__(self, request: dict[str, Any], tmp: Path, device: str) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         request_r, request_w = os.pipe()
         result_r, result_w = os.pipe()
@@ -481,7 +634,7 @@ class _Worker:
         try:
             self.child = process.Child(
                 [sys.executable, "-m", "gauntlet.judge.worker", str(request_r), str(result_w)],
-                env=worker_env(tmp),
+                env=worker_env(tmp, device),
                 cwd=tmp,
                 pass_fds=(request_r, result_w),
                 preexec=preexec,
@@ -489,15 +642,18 @@ class _Worker:
         finally:
             os.close(request_r)
             os.close(result_w)
-        data = json.dumps(request).encode()
-        try:
-            with os.fdopen(request_w, "wb") as handle:
-                handle.write(data)
-        except BrokenPipeError:
-            logger.debug("worker closed its request pipe before reading")
+        self.command_fd = request_w
+        self.send(request)
         self.result_fd = result_r
         self.reader = FrameReader(result_r)
         self._finished: process.Finished | None = None
+
+    def send(self, header: dict[str, Any]) -> None:
+        """A frame on the command pipe (the request, then commands such as 'time')."""
+        try:
+            write_frame(self.command_fd, header)
+        except BrokenPipeError:
+            logger.debug("a worker closed its command pipe before reading")
 
     def finish(self, grace_s: float = 0.0) -> process.Finished:
         """Reap the worker, killing its group after `grace_s` seconds."""
@@ -507,7 +663,8 @@ class _Worker:
 
     def close(self) -> None:
         self.finish()
-        try:
-            os.close(self.result_fd)
-        except OSError:
-            pass
+        for fd in (self.result_fd, self.command_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

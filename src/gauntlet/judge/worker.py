@@ -30,7 +30,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from gauntlet.judge.channel import write_frame
+from gauntlet.judge import timing
+from gauntlet.judge.channel import FrameReader, write_frame
 
 if TYPE_CHECKING:
     import torch
@@ -157,6 +158,9 @@ class _Trusted:
                 sys.modules["gauntlet.judge.channel"].write_frame
             ),
         }
+        for name in ("measure", "_call", "_cross_check", "_profile", "scaled_inputs", "median_ci"):
+            self.watched[f"timing.{name}"] = lambda name=name: getattr(timing, name)
+        self.watched["torch.cuda.Event.elapsed_time"] = lambda: torch.cuda.Event.elapsed_time
         for name, func in list(globals().items()):
             if name.startswith("_") and callable(func) and name != "_Trusted":
                 self.watched[f"worker.{name}"] = lambda name=name: globals()[name]
@@ -245,6 +249,17 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
         )
     wrt: list[str] = request.get("wrt") or []
     for config in request["configs"]:
+        for sample in config.get("samples", []):
+            # A timed call's input: the base input times the call's scale, made exactly as the
+            # timing loop makes it, so the float64 reference matches that call.
+            inputs = timing.scaled_inputs(_make_inputs(request, config, sample), sample["scale"])
+            with torch.no_grad():
+                expected64 = _as_tuple(ref(*(_upcast(v) for v in inputs.values())))
+            _send(
+                fd,
+                {"event": "sample", "config": config["name"], "position": sample["position"]},
+                [e.detach() for e in expected64],
+            )
         for index, trial in enumerate(config["trials"]):
             inputs = _make_inputs(request, config, trial)
             names = list(inputs)
@@ -288,11 +303,21 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
     _send(fd, {"event": "done"})
 
 
-def run_candidate(request: dict[str, Any], fd: int, trusted: _Trusted) -> None:
-    """Import the submission and run it on every trial, checking as it goes."""
+def _baseline_callable(request: dict[str, Any]) -> Callable[..., Any]:
+    """The trusted baseline: the task's baseline kernel, or the reference for `torch2*`."""
+    root = Path(request["task_root"])
+    spec = request["baseline"] or request["reference"]
+    return getattr(_load_module(root / spec["file"], "_gauntlet_timing_baseline"), spec["entry"])
+
+
+def run_candidate(
+    request: dict[str, Any], fd: int, trusted: _Trusted, commands: FrameReader
+) -> None:
+    """Import the submission and run it on every trial, checking as it goes; then time it."""
     import torch
 
     root = Path(request["task_root"])
+    baseline = _baseline_callable(request) if request.get("timing") else None
     request["_make_inputs"] = getattr(
         _load_module(root / request["inputs"]["file"], "_gauntlet_inputs"),
         request["inputs"]["entry"],
@@ -395,7 +420,84 @@ def run_candidate(request: dict[str, Any], fd: int, trusted: _Trusted) -> None:
     if changed:
         _send(fd, {"event": "tampered", "what": changed})
         return
+    if baseline is not None:
+        _send(fd, {"event": "checked"})
+        command, _ = commands.read(None)
+        if command.get("command") == "time":
+            _time_configs(request, fd, entry, baseline, command["configs"])
+            changed = trusted.changed()
+            if changed:
+                _send(fd, {"event": "tampered", "what": changed})
+                return
     _send(fd, {"event": "done"})
+
+
+def _time_configs(
+    request: dict[str, Any],
+    fd: int,
+    entry: Callable[..., Any],
+    baseline: Callable[..., Any],
+    names: list[str],
+) -> None:
+    import torch
+
+    by_name = {c["name"]: c for c in request["configs"]}
+    l2_bytes = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+    for name in names:
+        config = by_name[name]
+        spec = request["timing"][name]
+        _send(fd, {"event": "timing_start", "config": name})
+        base = _make_inputs(request, config, spec["inputs"])
+        plan = timing.TimingPlan(**spec["plan"])
+        clocks_before = _clocks()
+        try:
+            result = timing.measure(entry, baseline, base, request.get("wrt") or [], plan, l2_bytes)
+        except BaseException:  # noqa: BLE001 - the submission failed while being timed
+            _send(
+                fd,
+                {
+                    "event": "call_error",
+                    "config": name,
+                    "trial": "timing",
+                    "traceback": _short_traceback(),
+                },
+            )
+            return
+        tensors: list[torch.Tensor] = []
+        positions = []
+        for position, outputs in result.samples:
+            positions.append([position, len(outputs)])
+            tensors += outputs
+        _send(
+            fd,
+            {
+                "event": "timed",
+                "config": name,
+                "summary": result.summary(),
+                "samples": positions,
+                "clocks": {"before": clocks_before, "after": _clocks()},
+            },
+            tensors,
+        )
+
+
+def _clocks() -> dict[str, float]:
+    """SM and memory clocks, temperature and power of GPU 0, where NVML can be read."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return {
+            "sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "temp_c": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+            "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+        }
+    except pynvml.NVMLError:
+        return {}
 
 
 def _max_diff(first: Sequence[torch.Tensor], second: Sequence[Any]) -> float | None:
@@ -429,8 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Nothing the submission starts may inherit either end of the judge's channel.
     os.set_inheritable(request_fd, False)
     os.set_inheritable(result_fd, False)
-    with os.fdopen(request_fd, "rb") as handle:
-        request = json.loads(handle.read())
+    commands = FrameReader(request_fd)
+    request, _ = commands.read(None)
     if request["device"] == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
@@ -438,12 +540,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(0)
     if request.get("language") == "triton":
         import triton  # noqa: F401 - the trusted import comes before the submission's
+    if request["device"] == "cuda":
+        import torch.profiler  # noqa: F401 - trusted before the submission, like timing
     trusted = _Trusted()
     try:
         if request["role"] == "reference":
             run_reference(request, result_fd)
         else:
-            run_candidate(request, result_fd, trusted)
+            run_candidate(request, result_fd, trusted, commands)
     except BaseException:  # noqa: BLE001 - the worker's one catch-all: report, then exit
         try:
             _send(result_fd, {"event": "worker_error", "traceback": _short_traceback()})

@@ -1,0 +1,324 @@
+"""The timing protocol (JUDGE.md), run inside the candidate worker on a GPU.
+
+Imported by the worker before the submission, so the functions here are trusted and their
+identities are checked after the submission loads. Per config:
+
+- baseline and candidate are timed interleaved (A B, B A, ...) so drift cancels in the ratio;
+- every call gets fresh inputs: each floating input is the config's base input times a scale
+  drawn per call (one elementwise pass, outside the timed window), so no cache keyed on pointer,
+  shape or content can replay an earlier answer, and the judge can recompute any call's input;
+- the L2 cache is flushed before every call by writing a buffer several times its size;
+- the flush, the start event, the call and the end event are queued back to back; the device is
+  synchronised after the end event (never between the flush and the start event);
+- the outputs of calls at secret positions are kept and sent back for the judge to check;
+- pairs are added in rounds until the 95% confidence interval of the median speedup is within
+  the target width, or a time or count cap;
+- afterwards a host-clock pass and a profiler pass look for work the events missed (work on
+  other streams or threads), library kernels, and whether the candidate's own kernels ran.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+#: Kernel name fragments of vendor libraries that do a task's work for it.
+LIBRARY_KERNELS = ("gemm", "cublas", "cutlass", "cudnn", "xmma", "sgemm", "hgemm", "gemv", "cufft")
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """How to time one config; sent by the orchestrator."""
+
+    scales: list[float]
+    """The scale of the floating inputs for call k (k-th pair)."""
+    sample_positions: list[int]
+    """Pairs whose candidate outputs are kept for checking."""
+    min_pairs: int = 20
+    max_pairs: int = 2000
+    target_ci: float = 0.01
+    """Relative width of the speedup's 95% confidence interval to stop at."""
+    time_cap_s: float = 20.0
+    warmup: int = 3
+    flush_factor: int = 4
+    """The flush buffer is this many times the L2 size."""
+    allow_streams: bool = False
+    allow_libraries: bool = False
+
+
+@dataclass
+class Measurement:
+    """What timing one config produced."""
+
+    baseline_us: list[float] = field(default_factory=list)
+    candidate_us: list[float] = field(default_factory=list)
+    samples: list[tuple[int, list[torch.Tensor]]] = field(default_factory=list)
+    host_us: float = 0.0
+    """Median host-clock time per candidate call (device-synchronised) in the cross-check."""
+    event_us: float = 0.0
+    """Median event time per candidate call in the same pass."""
+    launch_overhead_us: float = 0.0
+    problem: str = ""
+    """Why the measurement is not to be trusted (escaped work, library kernels, no kernels)."""
+    kernels: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Medians, IQRs, the median speedup and its confidence interval."""
+        ratios = [b / c for b, c in zip(self.baseline_us, self.candidate_us, strict=True) if c > 0]
+        low, high = median_ci(ratios)
+        return {
+            "baseline": statistics.median(self.baseline_us),
+            "candidate": statistics.median(self.candidate_us),
+            "baseline_iqr": iqr(self.baseline_us),
+            "candidate_iqr": iqr(self.candidate_us),
+            "speedup": statistics.median(ratios),
+            "speedup_ci": [low, high],
+            "count": len(ratios),
+            "host_us": self.host_us,
+            "event_us": self.event_us,
+            "launch_overhead_us": self.launch_overhead_us,
+            "problem": self.problem,
+            "kernels": self.kernels[:20],
+        }
+
+
+def iqr(values: Sequence[float]) -> float:
+    """Interquartile range."""
+    if len(values) < 2:
+        return 0.0
+    q = statistics.quantiles(values, n=4)
+    return q[2] - q[0]
+
+
+def median_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Distribution-free 95% confidence interval of the median (order statistics)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n < 6:
+        return (ordered[0], ordered[-1]) if ordered else (math.nan, math.nan)
+    half = 0.98 * math.sqrt(n)
+    low = max(0, math.floor(n / 2 - half) - 1)
+    high = min(n - 1, math.ceil(n / 2 + half))
+    return ordered[low], ordered[high]
+
+
+def ci_width(values: Sequence[float]) -> float:
+    """Width of the median's confidence interval relative to the median."""
+    low, high = median_ci(values)
+    middle = statistics.median(values)
+    return (high - low) / middle if middle else math.inf
+
+
+class _Inputs:
+    """Fresh inputs per call: floating inputs are the base times this call's scale."""
+
+    def __init__(self, base: dict[str, Any], wrt: Sequence[str]) -> None:
+        import torch
+
+        self.base = base
+        self.wrt = set(wrt)
+        self.slot = {k: torch.empty_like(v) if _scalable(v) else v for k, v in base.items()}
+
+    def prepare(self, scale: float) -> list[Any]:
+        import torch
+
+        args = []
+        for name, value in self.base.items():
+            if _scalable(value):
+                target = self.slot[name]
+                torch.mul(value, scale, out=target)
+                if name in self.wrt:
+                    target = target.detach().requires_grad_(True)
+                args.append(target)
+            else:
+                args.append(value)
+        return args
+
+
+def _scalable(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def scaled_inputs(base: dict[str, Any], scale: float) -> dict[str, Any]:
+    """The inputs of a call with this scale, exactly as the timing loop makes them."""
+    import torch
+
+    return {k: torch.mul(v, scale) if _scalable(v) else v for k, v in base.items()}
+
+
+def _call(fn: Callable[..., Any], args: list[Any], wrt_idx: list[int]) -> Any:
+    """Forward, and for backward tasks the backward with a unit upstream gradient."""
+    import torch
+
+    out = fn(*args)
+    if wrt_idx:
+        outs = out if isinstance(out, tuple | list) else (out,)
+        grads = torch.autograd.grad(
+            outs, [args[i] for i in wrt_idx], [torch.ones_like(o) for o in outs]
+        )
+        return outs, grads
+    return out
+
+
+def measure(
+    candidate: Callable[..., Any],
+    baseline: Callable[..., Any],
+    base: dict[str, Any],
+    wrt: Sequence[str],
+    plan: TimingPlan,
+    l2_bytes: int,
+) -> Measurement:
+    """Time candidate against baseline on one config, then cross-check the measurement."""
+    import torch
+
+    names = list(base)
+    wrt_idx = [names.index(n) for n in wrt]
+    flush = torch.empty(max(1, plan.flush_factor * l2_bytes // 4), dtype=torch.int32, device="cuda")
+    inputs = {"candidate": _Inputs(base, wrt), "baseline": _Inputs(base, wrt)}
+    fns = {"candidate": candidate, "baseline": baseline}
+    grad_mode = torch.enable_grad() if wrt_idx else torch.no_grad()
+    result = Measurement()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    sampled = set(plan.sample_positions)
+    with grad_mode:
+        for role in ("baseline", "candidate"):
+            for i in range(plan.warmup):
+                _call(fns[role], inputs[role].prepare(plan.scales[i % len(plan.scales)]), wrt_idx)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        k = 0
+        while k < plan.max_pairs:
+            order = ("baseline", "candidate") if k % 2 == 0 else ("candidate", "baseline")
+            for role in order:
+                args = inputs[role].prepare(plan.scales[k % len(plan.scales)])
+                flush.zero_()
+                start.record()
+                out = _call(fns[role], args, wrt_idx)
+                end.record()
+                torch.cuda.synchronize()
+                elapsed_us = start.elapsed_time(end) * 1000.0
+                if role == "candidate":
+                    result.candidate_us.append(elapsed_us)
+                    if k in sampled:
+                        result.samples.append((k, _forward_outputs(out, bool(wrt_idx))))
+                else:
+                    result.baseline_us.append(elapsed_us)
+            k += 1
+            if k >= plan.min_pairs and k % 10 == 0:
+                ratios = [
+                    b / c for b, c in zip(result.baseline_us, result.candidate_us, strict=True)
+                ]
+                if ci_width(ratios) <= plan.target_ci:
+                    break
+                if time.perf_counter() - started > plan.time_cap_s:
+                    break
+        _cross_check(result, fns["candidate"], inputs["candidate"], plan, wrt_idx, flush)
+    return result
+
+
+def _forward_outputs(out: Any, backward: bool) -> list[torch.Tensor]:
+    """Copies of a timed call's forward outputs (gradients are checked in the trials)."""
+    import torch
+
+    items = out[0] if backward else (list(out) if isinstance(out, tuple | list) else [out])
+    return [t.detach().clone() for t in items if isinstance(t, torch.Tensor)]
+
+
+def _cross_check(
+    result: Measurement,
+    candidate: Callable[..., Any],
+    inputs: _Inputs,
+    plan: TimingPlan,
+    wrt_idx: list[int],
+    flush: torch.Tensor,
+) -> None:
+    """Host clock over synchronised calls, and a profiler pass over a few calls."""
+    import torch
+
+    tiny = torch.empty(1, device="cuda")
+    overheads = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        tiny.zero_()
+        torch.cuda.synchronize()
+        overheads.append((time.perf_counter() - t0) * 1e6)
+    result.launch_overhead_us = statistics.median(overheads)
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    host, event = [], []
+    for k in range(10):
+        args = inputs.prepare(plan.scales[k % len(plan.scales)])
+        flush.zero_()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        start.record()
+        _call(candidate, args, wrt_idx)
+        end.record()
+        torch.cuda.synchronize()
+        host.append((time.perf_counter() - t0) * 1e6)
+        event.append(start.elapsed_time(end) * 1000.0)
+    result.host_us = statistics.median(host)
+    result.event_us = statistics.median(event)
+    # Host launch cost of a Python-launched kernel is tens of microseconds; work hidden from
+    # the events (another stream, a thread) shows up as host time far beyond that.
+    allowance = result.launch_overhead_us + 100.0 + 1.0 * result.event_us
+    if result.host_us > result.event_us + allowance:
+        result.problem = (
+            f"a synchronised call takes {result.host_us:.1f} us on the host clock but "
+            f"{result.event_us:.1f} us between the events: work escapes the timed stream"
+        )
+        return
+    _profile(result, candidate, inputs, plan, wrt_idx, flush)
+
+
+def _profile(
+    result: Measurement,
+    candidate: Callable[..., Any],
+    inputs: _Inputs,
+    plan: TimingPlan,
+    wrt_idx: list[int],
+    flush: torch.Tensor,
+) -> None:
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    args = inputs.prepare(plan.scales[0])
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        flush.zero_()
+        _call(candidate, args, wrt_idx)
+        torch.cuda.synchronize()
+    kernels = [
+        e
+        for e in prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+        if e.device_type() == DeviceType.CUDA
+        and "memcpy" not in e.name().lower()
+        and "memset" not in e.name().lower()
+    ]
+    kernels.sort(key=lambda e: e.start_ns())
+    if not kernels:
+        return
+    flush_stream = kernels[0].device_resource_id()
+    own = kernels[1:]
+    result.kernels = [e.name() for e in own]
+    if not own:
+        result.problem = "the candidate launched no kernel of its own on the GPU"
+        return
+    other = [e.name() for e in own if e.device_resource_id() != flush_stream]
+    if other and not plan.allow_streams:
+        result.problem = f"kernels ran on another stream than the timed one: {other[:3]}"
+        return
+    library = [n for n in result.kernels if any(f in n.lower() for f in LIBRARY_KERNELS)]
+    if library and not plan.allow_libraries:
+        result.problem = f"library kernels do the work: {library[:3]}"
