@@ -10,6 +10,7 @@ from gauntlet.accel.assembler import (
 )
 from gauntlet.accel.contract import MemoryContract, Region
 from gauntlet.accel.faults import Fault, FaultKind
+from gauntlet.accel.manual import grep_manual, manual
 from gauntlet.accel.platform import Platform, get_platform, platform_names
 from gauntlet.accel.simulator import Profile, SimResult, simulate
 
@@ -28,6 +29,8 @@ __all__ = [
     "check_syntax",
     "disassemble",
     "get_platform",
+    "grep_manual",
+    "manual",
     "platform_names",
     "simulate",
 ]

@@ -97,6 +97,7 @@ class Program:
 
 _LABEL = re.compile(r"\s*([A-Za-z_.][\w.]*)\s*:(?!:)")
 _MNEMONIC = re.compile(r"\s*([A-Za-z_][\w.]*)")
+_DIRECTIVE = re.compile(r"\s*(\.[A-Za-z_]\w*)")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -183,6 +184,8 @@ def _assemble(
         if not rest.strip():
             continue
         match = _MNEMONIC.match(rest)
+        if not match:
+            match = _DIRECTIVE.match(rest)
         if not match:
             column = position + len(rest) - len(rest.lstrip()) + 1
             error(number, column, rest.strip().split()[0], "an instruction, a label or .equ")

@@ -319,15 +319,26 @@ class Mem(OperandKind):
         match = re.fullmatch(r"\s*([A-Za-z_]+\d+)\s*(?:([+-])(.*))?", inner, re.DOTALL)
         if not match:
             raise OperandError(source, self.describe(), offset=1)
-        register = parse_register(match.group(1), self.base, self.describe())
+        try:
+            register = parse_register(match.group(1), self.base, Reg(self.base).describe())
+        except OperandError as err:
+            raise OperandError(err.found, err.expected, err.message, 1 + match.start(1)) from err
         offset = 0
         if match.group(2):
-            magnitude = evaluate_int(match.group(3), ctx.symbols, "an offset")
+            text_offset = match.group(3)
+            at = 1 + match.start(3) + len(text_offset) - len(text_offset.lstrip())
+            try:
+                magnitude = evaluate_int(text_offset, ctx.symbols, "an offset")
+            except OperandError as err:
+                raise OperandError(err.found, err.expected, err.message, at) from err
             offset = magnitude if match.group(2) == "+" else -magnitude
             lo, hi = self.offset_range
             if not lo <= offset <= hi:
                 raise OperandError(
-                    str(offset), self.describe(), f"offset {offset} out of range {lo}..{hi}"
+                    str(offset),
+                    self.describe(),
+                    f"offset {offset} out of range {lo}..{hi}",
+                    at,
                 )
             if offset % self.align:
                 raise OperandError(
@@ -335,6 +346,7 @@ class Mem(OperandKind):
                     self.describe(),
                     f"misaligned offset {offset}: {self.space} addresses are multiples of "
                     f"{self.align} {self.unit}",
+                    at,
                 )
         return register, offset
 

@@ -287,10 +287,15 @@ def grep_manual(platform: Platform, pattern: str, *, max_chars: int = 12_000) ->
         regex = re.compile(pattern, re.IGNORECASE)
     except re.error:
         regex = re.compile(re.escape(pattern), re.IGNORECASE)
-    hits: list[str] = []
+    entries: list[str] = []
+    prose: list[str] = []
     for title, block in _blocks(manual(platform)):
         if regex.search(block):
-            hits.append(block if block.startswith("### ") else f"[{title}]\n{block}")
+            if block.startswith("### "):
+                entries.append(block)
+            else:
+                prose.append(f"[{title}]\n{block}")
+    hits = entries + prose
     if not hits:
         return (
             f"No match for '{pattern}' in the {platform.name} manual. Instructions: "
@@ -310,7 +315,11 @@ def _blocks(text: str) -> list[tuple[str, str]]:
     paragraph: list[str] = []
 
     def flush_paragraph() -> None:
-        if paragraph and "".join(paragraph).strip():
+        lines = [line for line in paragraph if line.strip()]
+        if len(lines) > 2 and all(line.startswith("|") for line in lines):
+            # A table matches row by row, each row under the table's header.
+            blocks.extend((chapter, "\n".join([*lines[:2], row])) for row in lines[2:])
+        elif lines:
             blocks.append((chapter, "\n".join(paragraph).strip()))
         paragraph.clear()
 

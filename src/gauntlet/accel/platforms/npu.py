@@ -782,9 +782,10 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             fields=(rs("ra"), rs("rb"), target),
             group="control",
             unit="scalar",
-            cost="1 (+ branch_penalty when taken)",
+            cost="1 + taken * branch_penalty",
             summary=f"branch if ra {symbol} rb",
             operation=f"if ra {symbol} rb: pc <- target",
+            description="taken is 1 when the branch is taken, else 0.",
             example=f"top:\n    addi r1, r1, 1\n    {mnemonic} r1, r2, top",
             binder=_bind_branch(compare),
         )
