@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gauntlet.accel import MemoryContract, Platform, assemble, get_platform, simulate
-from gauntlet.accel.manual import run_microbenchmark
+from gauntlet.accel.docs import run_microbenchmark
 
 from .conftest import Runner
 

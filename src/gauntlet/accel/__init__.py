@@ -9,8 +9,8 @@ from gauntlet.accel.assembler import (
     disassemble,
 )
 from gauntlet.accel.contract import MemoryContract, Region
+from gauntlet.accel.docs import grep_manual, manual
 from gauntlet.accel.faults import Fault, FaultKind
-from gauntlet.accel.manual import grep_manual, manual
 from gauntlet.accel.platform import Platform, get_platform, platform_names
 from gauntlet.accel.simulator import Profile, SimResult, simulate
 

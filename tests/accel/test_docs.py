@@ -7,7 +7,8 @@ import re
 import pytest
 
 from gauntlet.accel import Platform, assemble, get_platform, platform_names
-from gauntlet.accel.manual import GENERATOR, HEADER, grep_manual, main, manual, manual_path
+from gauntlet.accel.__main__ import main
+from gauntlet.accel.docs import GENERATOR, HEADER, grep_manual, manual, manual_path
 
 
 @pytest.mark.parametrize("name", platform_names())
