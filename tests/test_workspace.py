@@ -63,7 +63,7 @@ def test_brief_states_contract_tools_budget_and_unseen_configs(task, tmp_path: P
     assert "`kernel.py`" in brief
     for tool in ("check", "test", "bench", "view <config>", "grep <pattern>"):
         assert f"`gauntlet-ws {tool}`" in brief
-    assert "profile" not in brief  # accel only
+    assert "grep_manual" not in brief  # accel only
     assert "15 minutes" in brief and "Turns (model iterations): 15" in brief
     assert "Tokens: 50000" in brief and "$2.5" in brief
     assert "configurations you cannot see" in brief

@@ -356,24 +356,17 @@ def _entry_signature(task: Task) -> str | None:
 
 
 def _accel_manual(task: Task) -> str:
+    """The ISA manual of the task's platform, with its default hardware parameters."""
     platform = task.spec.platform
     try:
-        from gauntlet import accel
+        from gauntlet.accel import get_platform
+        from gauntlet.accel.manual import manual
     except ImportError as err:
         raise ConfigError(
             f"task '{task.task_id}' is an accel task, but gauntlet.accel cannot be imported "
             f"({err}); its workspace needs the ISA manual of platform '{platform}'"
         ) from err
-    manual = getattr(accel, "manual", None)
-    if manual is None:
-        raise ConfigError(
-            f"task '{task.task_id}' needs the ISA manual of platform '{platform}', but "
-            "gauntlet.accel has no 'manual' function"
-        )
-    text = manual(platform)
-    if not isinstance(text, str):
-        raise ConfigError(f"gauntlet.accel.manual('{platform}') returned {type(text).__name__}")
-    return text
+    return manual(get_platform(str(platform)))
 
 
 def _sha256(path: Path) -> str:

@@ -8,6 +8,7 @@ line the compiler (or assembler) rejects.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def solve_script(task: Task) -> list:
         tool_call("write_file", path=name, content=broken),
         expect(lambda out: out.startswith("wrote"), tool_call("check"), "write"),
         expect(
-            lambda out: "build: failed" in out,
+            lambda out: re.search(r"(contract|guards|build): failed", out) is not None,
             tool_call("write_file", path=name, content=fixed),
             "the build error",
         ),
@@ -101,10 +102,6 @@ def solve(task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     verdict = judge(task, workspace.path, device=device, seed=20240611, mode="final")
     assert verdict.status == "pass", verdict.reason
     assert verdict.hidden_correct is True
-
-
-def test_toolcall_solves_the_test_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    solve(load_task(Path(__file__).parent / "task_scale"), tmp_path, monkeypatch)
 
 
 def test_toolcall_solves_a_triton2triton_task(

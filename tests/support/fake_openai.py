@@ -4,8 +4,8 @@ A real `http.server` on 127.0.0.1 in a thread. Each POST to `/v1/chat/completion
 step of the script: a ready answer (`tool_call`, `tool_calls`, `say`), an HTTP error (`error`),
 or a function of the request body that returns one of those (so a step can look at the tool
 output the agent just sent). Every request body is kept in `requests`; a step that raises, or a
-request past the end of the script, is recorded in `failures` and answered with HTTP 500, so the
-test sees it even though it happened in the server's thread.
+request past the end of the script, is recorded in `failures` and answered with HTTP 400 (which
+agents do not retry), so the test sees it even though it happened in the server's thread.
 """
 
 from __future__ import annotations
@@ -126,14 +126,14 @@ class FakeOpenAI:
             self.requests.append(body)
             if not self.script:
                 self.failures.append(f"request {len(self.requests)} past the end of the script")
-                return HTTPError(500, "script exhausted")
+                return HTTPError(400, "script exhausted")
             step = self.script.pop(0)
         if callable(step):
             try:
                 return step(body)
             except Exception as err:  # noqa: BLE001 - reported to the test through `failures`
                 self.failures.append(f"request {len(self.requests)}: {err}")
-                return HTTPError(500, f"scripted step failed: {err}")
+                return HTTPError(400, f"scripted step failed: {err}")
         return step
 
     def _response(self, answer: Answer) -> dict[str, Any]:

@@ -1,12 +1,13 @@
 """`toolcall`: the built-in function-calling agent, over any OpenAI-compatible endpoint.
 
 The agent talks to a model through chat completions with the workspace's tools as functions
-(`gauntlet.agents.tools`): it reads and writes files, greps the docs, checks, tests, benchmarks,
-profiles (accel), views output diffs and submits. It stops when it submits, when the model stops
-calling tools, or when a budget runs out: turns (model calls; 15 / 20 / 25 by task level unless
-set), tokens, dollars (from the price table) or wall clock. Malformed tool calls are answered
-with an error the model can act on; old tool outputs are cut when the conversation would no
-longer fit the context window. Every step is a typed event in the attempt's JSONL transcript.
+(`gauntlet.agents.tools`): it reads and writes files, greps the docs (and the ISA manual for
+accel), checks, tests, benchmarks, views output diffs and submits. It stops when it submits,
+when the model stops calling tools, or when a budget runs out: turns (model calls; 15 / 20 / 25
+by task level unless set), tokens, dollars (from the price table) or wall clock. Malformed tool
+calls are answered with an error the model can act on; old tool outputs are cut when the
+conversation would no longer fit the context window. Every step is a typed event in the
+attempt's JSONL transcript.
 
 Options (`toolcall:key=value,...`): `prices` (a price table file), `context` (the model's
 context window in tokens), `retries` (retries of a failed API call).

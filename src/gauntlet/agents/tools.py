@@ -126,10 +126,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         (_CONFIG,),
     ),
     ToolSpec(
-        "profile",
-        "Profile the program on one visible config: cycles, per-unit busy time, stalls by "
-        "cause, DMA bytes and the roofline bound.",
-        (_CONFIG,),
+        "grep_manual",
+        "Search the ISA manual for a regular expression (case-insensitive): whole instruction "
+        "entries (format, operands, operation, cost, example) and matching paragraphs.",
+        (Param("pattern", "string", "a Python regular expression, e.g. an instruction name"),),
         tracks=("accel",),
     ),
     ToolSpec(
@@ -285,10 +285,13 @@ class Toolbox:
         # The judge's first three gates only (nothing of the submission runs): fast feedback.
         import tempfile
 
-        from gauntlet.judge.pipeline import backend_for, read_submission
+        from gauntlet.judge.pipeline import backend_for, read_submission, syntax_error
 
         submission, problem = read_submission(self.task, self.workspace)
         if submission is None:
+            return ToolResult(ok=False, text=f"contract: failed\n\n{problem}")
+        problem = syntax_error(submission.files) or ""
+        if problem:
             return ToolResult(ok=False, text=f"contract: failed\n\n{problem}")
         lines = ["contract: passed"]
         backend = backend_for(self.task)
@@ -340,11 +343,17 @@ class Toolbox:
             )
         return ToolResult(ok=bool(result.correct), text=_config_detail(result))
 
-    def _tool_profile(self, config: str) -> ToolResult:
-        raise ConfigError(
-            f"the 'profile' tool of task '{self.task.task_id}' needs gauntlet.accel's profiler, "
-            "which this installation does not provide"
-        )
+    def _tool_grep_manual(self, pattern: str) -> ToolResult:
+        try:
+            from gauntlet.accel import get_platform
+            from gauntlet.accel.manual import grep_manual
+        except ImportError as err:
+            raise ConfigError(
+                f"the 'grep_manual' tool of task '{self.task.task_id}' needs gauntlet.accel, "
+                f"which cannot be imported: {err}"
+            ) from err
+        text = grep_manual(get_platform(str(self.task.spec.platform)), pattern)
+        return ToolResult(ok=True, text=text)
 
     def _tool_grep(self, pattern: str) -> ToolResult:
         try:
