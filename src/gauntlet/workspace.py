@@ -359,14 +359,14 @@ def _accel_manual(task: Task) -> str:
     """The ISA manual of the task's platform, with its default hardware parameters."""
     platform = task.spec.platform
     try:
-        from gauntlet.accel import get_platform
-        from gauntlet.accel.manual import manual
+        from gauntlet.accel import get_platform, manual
     except ImportError as err:
         raise ConfigError(
             f"task '{task.task_id}' is an accel task, but gauntlet.accel cannot be imported "
             f"({err}); its workspace needs the ISA manual of platform '{platform}'"
         ) from err
-    return manual(get_platform(str(platform)))
+    text: str = manual(get_platform(str(platform)))
+    return text
 
 
 def _sha256(path: Path) -> str:

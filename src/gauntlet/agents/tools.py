@@ -345,8 +345,7 @@ class Toolbox:
 
     def _tool_grep_manual(self, pattern: str) -> ToolResult:
         try:
-            from gauntlet.accel import get_platform
-            from gauntlet.accel.manual import grep_manual
+            from gauntlet.accel import get_platform, grep_manual
         except ImportError as err:
             raise ConfigError(
                 f"the 'grep_manual' tool of task '{self.task.task_id}' needs gauntlet.accel, "
