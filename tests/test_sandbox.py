@@ -15,6 +15,7 @@ import pytest
 from gauntlet import process, sandbox
 from gauntlet.agents import make_agent
 from gauntlet.agents.base import AgentContext, Budget
+from gauntlet.errors import ConfigError
 from gauntlet.task import load_task
 from gauntlet.workspace import build_workspace
 
@@ -206,3 +207,16 @@ def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert envs == ["ANTHROPIC_API_KEY", "HOME"]  # names only: values stay out of argv
     assert launch.env["ANTHROPIC_API_KEY"] == "k"
     assert launch.cleanup == [["/usr/bin/docker", "kill", "gauntlet-attempt-1"]]
+
+
+@needs_bwrap
+def test_bwrap_refuses_to_show_a_hidden_path(tmp_path: Path) -> None:
+    inside_the_toolchain = Path(sys.prefix) / "tasks" / "softmax"
+    with pytest.raises(ConfigError, match="would show .* under"):
+        sandbox.prepare(
+            sandbox.SandboxSpec(kind="bwrap"),
+            [sys.executable, "-c", "pass"],
+            workspace=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            hidden=[inside_the_toolchain],
+        )

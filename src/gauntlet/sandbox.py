@@ -97,6 +97,7 @@ def prepare(
     env: Mapping[str, str],
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
+    hidden: Sequence[Path] = (),
     name: str = "gauntlet-agent",
 ) -> Launch:
     """The command that runs `argv` in `workspace` inside the sandbox `spec`.
@@ -108,13 +109,15 @@ def prepare(
         env: The agent's whole (already scrubbed) environment.
         writable: Further folders the agent may write (its home, the tool server's socket).
         readable: Further folders it may read (beyond the toolchain and the agent's binary).
+        hidden: Paths that must stay invisible (the task folder); `bwrap` refuses to start when
+            one of its binds would show them.
         name: A name for the container (`docker`).
 
     Returns:
         The command, its environment and working directory, and the cleanup commands.
 
     Raises:
-        ConfigError: The sandbox is not usable here.
+        ConfigError: The sandbox is not usable here, or it would show a `hidden` path.
     """
     workspace = Path(workspace).resolve()
     if spec.kind == "none":
@@ -123,7 +126,7 @@ def prepare(
     if problem is not None:
         raise ConfigError(f"sandbox '{spec.kind}' is not usable here: {problem}")
     if spec.kind == "bwrap":
-        return _bwrap(spec, argv, workspace, env, writable, readable)
+        return _bwrap(spec, argv, workspace, env, writable, readable, hidden)
     return _docker(spec, argv, workspace, env, writable, name)
 
 
@@ -176,6 +179,7 @@ def _bwrap(
     env: Mapping[str, str],
     writable: Sequence[Path],
     readable: Sequence[Path],
+    hidden: Sequence[Path],
 ) -> Launch:
     bwrap = shutil.which("bwrap")
     assert bwrap is not None  # availability() checked it
@@ -187,9 +191,20 @@ def _bwrap(
     args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     read_only = toolchain_paths() + binary_paths(argv[0], env.get("PATH", ""))
     read_only += [Path(p).resolve() for p in readable]
+    read_write = [workspace, *(Path(p).resolve() for p in writable)]
+    shown = [Path(d) for d in SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()]
+    for secret in (Path(h).resolve() for h in hidden):
+        exposed = next(
+            (b for b in [*shown, *read_only, *read_write] if secret.is_relative_to(b)), None
+        )
+        if exposed is not None:
+            raise ConfigError(
+                f"sandbox 'bwrap' would show '{secret}' to the agent: it lies under '{exposed}', "
+                "which the sandbox binds; move the task suite elsewhere (GAUNTLET_TASKS_DIR)"
+            )
     for path in _outermost(read_only):
         args += ["--ro-bind", str(path), str(path)]
-    for path in [workspace, *(Path(p).resolve() for p in writable)]:
+    for path in read_write:
         args += ["--bind", str(path), str(path)]
     args += ["--chdir", str(workspace), "--", *argv]
     return Launch(argv=args, env=dict(env), cwd=workspace)

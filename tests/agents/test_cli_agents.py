@@ -268,3 +268,27 @@ def test_cli_agent_under_bwrap(scale_task, make_context, monkeypatch: pytest.Mon
     assert env["IS_SANDBOX"] == "1"
     assert "# edited by claude" in (ws.path / "kernel.py").read_text()
     assert [(c["tool"], c["ok"]) for c in tool_log(ws.path)] == [("check", True)]
+
+
+def test_generic_command_placeholders_stdin_and_usage_lines(scale_task, make_context) -> None:
+    code = (
+        "import json, sys\n"
+        "prompt = sys.stdin.read()\n"
+        "seen = {'args': sys.argv[1:], 'stdin_has_brief': 'TASK.md' in prompt}\n"
+        "print(json.dumps({'type': 'seen', **seen}))\n"
+        "print('plain text line')\n"
+        "print(json.dumps({'type': 'usage', 'turns': 1, 'tokens_in': 10, 'tokens_out': 1}))\n"
+        "usage = {'turns': 4, 'tokens_in': 900, 'tokens_out': 90, 'cost_usd': 0.25}\n"
+        "print(json.dumps({'type': 'usage', **usage}))\n"
+    )
+    ctx, ws = make_context(scale_task, model=ModelSettings(model="m1"))
+    program = ws.path.parent / "agent.py"
+    program.write_text(code)
+    agent = make_agent(f"generic:{sys.executable} {program} {{workspace}} {{model}} {{turns}}")
+    result = agent.run(ctx)
+    assert result.status == "finished", result.message
+    assert (result.usage.turns, result.usage.tokens_in, result.usage.tokens_out) == (4, 900, 90)
+    assert result.usage.cost_usd == pytest.approx(0.25)
+    lines = [json.loads(line) for line in ctx.transcript.read_text().splitlines()]
+    assert lines[0] == {"type": "seen", "args": [str(ws.path), "m1", "15"], "stdin_has_brief": True}
+    assert lines[1] == {"type": "text", "text": "plain text line"}

@@ -461,7 +461,8 @@ class CLIAgent:
         self.command = command or []
         self.prices = prices if prices is not None else PriceTable()
         binary = self.command[0] if self.command else profile.binary
-        resolved = shutil.which(binary)
+        # In a container the image's binary runs, found on the image's own PATH.
+        resolved = binary if sandbox_spec.kind == "docker" else shutil.which(binary)
         if resolved is None:
             remedy = f"; install it with: {profile.install}" if profile.install else ""
             raise ConfigError(
@@ -513,6 +514,7 @@ class CLIAgent:
             env=launcher.env,
             writable=[home, server.socket_dir],
             readable=named,
+            hidden=[ctx.task.root],
             name=f"gauntlet-{ctx.workspace.parent.name}",
         )
         watch = _Watch(self, ctx, turns, ctx.transcript, self.profile.text_output)
