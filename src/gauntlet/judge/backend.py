@@ -52,6 +52,8 @@ class Evaluation:
     stdout: str = ""
     stderr: str = ""
     environment: dict[str, str] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per phase in the worker: startup (import), correctness, timing."""
 
 
 @dataclass(frozen=True)

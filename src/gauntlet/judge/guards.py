@@ -104,6 +104,7 @@ FORBIDDEN_TORCH_ATTRIBUTES = frozenset(
         "stream",
         "set_stream",
         "ExternalStream",
+        "StreamContext",
         "cuda_graph",
         "CUDAGraph",
         "graph",

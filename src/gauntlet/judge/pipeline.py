@@ -235,6 +235,7 @@ def _check(
         "stdout": evaluation.stdout,
         "stderr": evaluation.stderr,
         "environment": evaluation.environment,
+        "phases_s": evaluation.phases_s,
         "timed": timed,
         "timing_note": "" if timed else f"device '{device}' is not timed: correctness only",
     }

@@ -334,6 +334,14 @@ class _Evaluation:
         current: _ConfigCheck | None = None
         deadline = time.monotonic() + STARTUP_S
         failure: tuple[str, str] | None = None
+        lap = time.monotonic()
+
+        def phase(name: str) -> None:
+            nonlocal lap
+            now = time.monotonic()
+            evaluation.phases_s[name] = evaluation.phases_s.get(name, 0.0) + now - lap
+            lap = now
+
         while failure is None:
             try:
                 header, tensors = worker.reader.read(deadline)
@@ -357,6 +365,7 @@ class _Evaluation:
                 break
             event = header.get("event")
             if event == "loaded":
+                phase("startup")
                 deadline = time.monotonic() + STARTUP_S
             elif event == "config_start":
                 current = _ConfigCheck(self.task, by_name[header["config"]], self.request.device)
@@ -368,9 +377,11 @@ class _Evaluation:
                 current = None
                 deadline = time.monotonic() + self.task.spec.timeout_s
             elif event == "done":
+                phase("timing" if "correctness" in evaluation.phases_s else "correctness")
                 finished = worker.finish(grace_s=10)
                 break
             elif event == "checked":
+                phase("correctness")
                 timed = self._to_time(results)
                 worker.send({"command": "time", "configs": timed} if timed else {"command": "stop"})
                 deadline = time.monotonic() + self.task.spec.timeout_s
@@ -613,7 +624,11 @@ def worker_env(tmp: Path, device: str = "cpu") -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
     )
-    env.setdefault("TRITON_CACHE_DIR", str(tmp / "triton-cache"))
+    # Triton's compiled kernels are keyed by a hash of their source and options, so sharing
+    # the cache between candidates on a GPU makes warm builds without letting one submission
+    # reach another's kernels. The interpreter (CPU) compiles nothing.
+    shared = settings.CACHE_DIR / "triton"
+    env.setdefault("TRITON_CACHE_DIR", str(shared if device != "cpu" else tmp / "triton-cache"))
     return env
 
 

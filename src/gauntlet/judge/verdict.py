@@ -107,6 +107,8 @@ class Verdict(_Record):
     """The submission's output, cut at a byte limit with a marker."""
     stderr: str = ""
     duration_s: float = 0.0
+    phases_s: dict[str, float] = Field(default_factory=dict)
+    """Seconds per phase of the evaluation: startup (import), correctness, timing."""
     submission_digest: str = ""
     """sha256 over the submission files judged."""
     environment: dict[str, str] = Field(default_factory=dict)
