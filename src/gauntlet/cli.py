@@ -21,20 +21,9 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from gauntlet._cli import devices, evaluate, run, tasks
+    from gauntlet._cli import agents, devices, evaluate, report, run, tasks
 
-    for module in (tasks, evaluate, run, devices):
-        module.register(app)
-    # Modules of optional parts: registered where they exist in this installation.
-    import importlib
-
-    for name in ("report", "agents"):
-        try:
-            module = importlib.import_module(f"gauntlet._cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"gauntlet._cli.{name}":
-                raise
-            continue
+    for module in (tasks, evaluate, run, report, agents, devices):
         module.register(app)
 
 

@@ -38,7 +38,8 @@ def list_tasks(
         out.print_json(json.dumps([t.spec.model_dump(mode="json") for t in tasks]))
         return
     table = Table(title=f"{len(tasks)} tasks" + (f" in suite '{suite}'" if suite else ""))
-    for column in ("id", "track", "level", "title", "devices", "configs", "expert"):
+    table.add_column("id", no_wrap=True)
+    for column in ("track", "level", "title", "devices", "configs", "expert"):
         table.add_column(column)
     for task in tasks:
         spec = task.spec
