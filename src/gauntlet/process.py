@@ -109,18 +109,19 @@ class Child:
             self._out.close()
             self._err.close()
             raise
-        if stdin_data is not None and self._proc.stdin is not None:
-            try:
-                self._proc.stdin.write(stdin_data)
-                self._proc.stdin.close()
-            except BrokenPipeError:
-                logger.debug("child %s closed its stdin early", argv[0])
+        # The reader starts first: a child that writes before it reads its stdin never blocks.
         self._reader: threading.Thread | None = None
         if on_stdout_line is not None:
             self._reader = threading.Thread(
                 target=self._stream_stdout, args=(on_stdout_line,), daemon=True
             )
             self._reader.start()
+        if stdin_data is not None and self._proc.stdin is not None:
+            try:
+                self._proc.stdin.write(stdin_data)
+                self._proc.stdin.close()
+            except BrokenPipeError:
+                logger.debug("child %s closed its stdin early", argv[0])
 
     def _stream_stdout(self, on_line: Callable[[str], None]) -> None:
         stream = self._proc.stdout
