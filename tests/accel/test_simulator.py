@@ -106,6 +106,18 @@ def test_missing_dma_wait_is_a_race(run_npu: Runner) -> None:
     assert "store" in reload.fault.message
 
 
+def test_outstanding_transfers_are_bounded(run_npu: Runner) -> None:
+    two = get_platform("npu", {"dma_outstanding": 2})
+    loads = SHAPE + "".join(
+        f"li r{6 + k}, {32 * k}\ndldv [r{6 + k}], [a0], r2, r3, r4, r5, {k}\n" for k in range(3)
+    )
+    oldest = run_npu(loads + "vadd [r6], [r6], [r6]\n", platform=two)
+    assert oldest.fault is None  # the third load had to wait for the first and retired it
+    assert oldest.profile.stalls["dma_wait"] > 0
+    newest = run_npu(loads + "vadd [r8], [r8], [r8]\n", platform=two)
+    assert _fault(newest)[0] == "dma_race"
+
+
 def test_invalid_operands_fault(run_npu: Runner) -> None:
     rows = run_npu("li r3, 32\nli r4, 256\nli r5, 32\ndldv [r0], [a0], r2, r3, r4, r5, 0\n")
     assert _fault(rows)[0] == "invalid_operand"

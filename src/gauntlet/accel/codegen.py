@@ -217,26 +217,32 @@ class _Generator:
     ) -> str:
         space = kind.space
         base = kind.base.name
+        # Capacity, alignment and id of the space are constants of the platform.
+        sid = [sp.name for sp in self.platform.spaces].index(space)
+        spec = self.platform.spaces[sid]
         self.prelude.extend(
             [
                 f"S_{space} = m.sram[{space!r}]",
                 f"D_{space} = S_{space}.data",
                 f"W_{space} = S_{space}.written",
-                f"C_{space} = S_{space}.words",
-                f"A_{space} = S_{space}.align",
-                f"I_{space} = S_{space}.sid",
+                f"I_{space} = {sid}",
                 f"R_{base} = m.regs[{base!r}]",
                 f"o{i}r, o{i}o = ops[{i}]",
             ]
         )
-        words = self.constant(f"N{i}", " * ".join(f"({d})" for d in f.shape) or "1")
+        product = " * ".join(f"({d})" for d in f.shape) if len(f.shape) > 1 else f.shape[0]
+        if product == "vl":
+            self.uses_vl = True
+            words = "vl"
+        else:
+            words = self.constant(f"N{i}", product)
         view = f"D_{space}[e{i}:e{i} + {words}]"
         if len(f.shape) > 1:
             dims = [self.constant(f"SH{i}_{k}", d) for k, d in enumerate(f.shape)]
             view += f".reshape({', '.join(dims)})"
         self.body.append(f"e{i} = R_{base}[o{i}r] + o{i}o")
         self.body.append(
-            f"if e{i} % A_{space} or e{i} < 0 or e{i} + {words} > C_{space}: "
+            f"if e{i} % {spec.align} or e{i} < 0 or e{i} + {words} > {spec.words}: "
             f"m.bad_sram(I_{space}, e{i}, {words})"
         )
         if reads:
@@ -250,7 +256,11 @@ class _Generator:
             if words.isdigit():
                 self.prelude.append(f"ONES_{words} = ONES[:{words}]")
                 ones = f"ONES_{words}"
-            writeback.append(f"W_{space}[e{i}:e{i} + {words}] = {ones}")
+            # Most kernels rewrite buffers: checking is cheaper than marking again.
+            writeback.append(
+                f"if W_{space}.find(0, e{i}, e{i} + {words}) >= 0: "
+                f"W_{space}[e{i}:e{i} + {words}] = {ones}"
+            )
         if space in self.shared:
             accesses.append((f"I_{space}", f"e{i}", f"e{i} + {words}", writes))
         return view
@@ -310,8 +320,7 @@ class _Generator:
                 # Writes to the hardwired-zero register land in a slot nobody reads.
                 self.prelude.append(f"if o{i} == {regfile.zero}: o{i} = {regfile.count}")
             if regfile.kind == "float":
-                writeback.append("v = float(res)")
-                writeback.append("if v == v: v = FN_f32(v)")
+                writeback.append("v = FN_f32(res)")
                 self.used.add("f32")
             else:
                 lo, hi = regfile.value_range
@@ -406,8 +415,26 @@ class _Generator:
             lines.append("        ONES_VL = m.ones_vl")
         lines.extend(f"        {line}" for line in self.body)
         lines.append("    return step")
-        header = "import numpy as _np\n\ndef _f32(v):\n    return float(_np.float32(v))\n\n"
+        header = _HEADER
         return header + "\n".join(lines) + "\n"
+
+
+#: Shared by every generated factory: rounding a Python float to fp32 (struct is the fast path;
+#: it refuses values that round past the largest fp32, which NumPy turns into infinities).
+_HEADER = """\
+import struct as _struct
+import numpy as _np
+
+_pack = _struct.Struct("<f")
+
+
+def _f32(v):
+    try:
+        return _pack.unpack(_pack.pack(v))[0]
+    except OverflowError:
+        return float(_np.float32(v))
+
+"""
 
 
 def _is_scalar_reg(f: Field) -> bool:

@@ -214,13 +214,16 @@ def _entry(platform: Platform, ins: Instruction) -> list[str]:
 
 def _use(f: Field) -> str:
     if f.access is None:
-        return "immediate" if isinstance(f.kind, Imm) else ""
-    what = {"read": "read", "write": "written", "readwrite": "read and written"}[f.access]
+        what = "immediate" if isinstance(f.kind, Imm) else ""
+    else:
+        what = {"read": "read", "write": "written", "readwrite": "read and written"}[f.access]
+    # Parameters print in upper case (their assembler symbols), operand names as they are.
+    dims = " x ".join(d.upper() if d.isidentifier() and len(d) > 1 else d for d in f.shape)
     if isinstance(f.kind, Mem) and f.shape:
-        return f"{what}: {' x '.join(d.upper() if d != 'n' else 'n' for d in f.shape)} words"
-    if isinstance(f.kind, Reg) and f.shape and f.kind.file.kind == "array":
-        return f"{what}: {' x '.join(d.upper() for d in f.shape)}"
-    return what
+        what += f": {dims} words"
+    elif isinstance(f.kind, Reg) and f.shape and f.kind.file.kind == "array":
+        what += f": {dims}"
+    return f"{what}; {f.doc}" if f.doc and what else f.doc or what
 
 
 def _cost(platform: Platform, ins: Instruction) -> str:

@@ -81,6 +81,37 @@ class HbmRegion:
         self.pending_count = 0
 
 
+class Transfer:
+    """A DMA transfer issued and not yet retired by a wait."""
+
+    __slots__ = ("tag", "done", "ranges", "store")
+
+    def __init__(
+        self,
+        tag: int,
+        done: int,
+        ranges: tuple[tuple[int, int, int, bool], ...],
+        store: tuple[np.ndarray, HbmRegion] | None,
+    ) -> None:
+        self.tag = tag
+        self.done = done
+        self.ranges = ranges
+        """The SRAM words it touches: (space id, lo, hi, writes)."""
+        self.store = store
+        """For stores: the pending counters of the HBM elements it writes, and their region."""
+        if store is not None:
+            counters, region = store
+            counters += 1
+            region.pending_count += 1
+
+    def retire(self) -> None:
+        """Forget the transfer: its data has landed and a wait has acknowledged it."""
+        if self.store is not None:
+            counters, region = self.store
+            counters -= 1
+            region.pending_count -= 1
+
+
 class Machine:
     """The state of one simulated run of a platform."""
 
@@ -105,6 +136,7 @@ class Machine:
         "compute_units",
         "stalls",
         "pending",
+        "dma_outstanding",
         "tag_done",
         "dma_bytes_read",
         "dma_bytes_written",
@@ -168,9 +200,8 @@ class Machine:
         ]
         self.compute_units = [i for i, u in enumerate(units) if u.kind == "compute"]
         self.stalls = [0] * len(STALL_CAUSES)
-        self.pending: list[
-            tuple[int, int, int, int, bool, np.ndarray | None, HbmRegion | None]
-        ] = []
+        self.pending: deque[Transfer] = deque()
+        self.dma_outstanding = int(self.params.get("dma_outstanding", 1 << 30))
         self.tag_done = [0] * int(self.params.get("dma_tags", 1))
         self.dma_bytes_read = 0
         self.dma_bytes_written = 0
@@ -328,15 +359,41 @@ class Machine:
 
     # -- DMA ------------------------------------------------------------------------------
 
+    def dma_slot(self) -> None:
+        """Make room for one more transfer: at the limit, wait for the oldest and retire it.
+
+        Called first by every DMA instruction. A retired transfer has landed, so nothing can
+        race with it any more; the wait shows up as `dma_wait`.
+        """
+        if len(self.pending) >= self.dma_outstanding:
+            oldest = self.pending.popleft()
+            if oldest.done > self.t:
+                self.stalls[DMA_WAIT] += oldest.done - self.t
+                self.t = oldest.done
+            oldest.retire()
+
     def dma_issue(
         self,
         unit: int,
         occupancy: int,
         latency: int,
         tag: int,
-        accesses: tuple[tuple[int, int, int, bool], ...],
+        ranges: tuple[tuple[int, int, int, bool], ...],
+        store: tuple[np.ndarray, HbmRegion] | None = None,
     ) -> int:
-        """Schedule a transfer on a DMA unit; returns the cycle its data has landed."""
+        """Schedule a transfer on a DMA unit and keep it pending until waited for.
+
+        Args:
+            unit: The DMA unit.
+            occupancy: Cycles the unit is busy with it.
+            latency: Cycles after that until its data has landed.
+            tag: The tag `dwait` retires it with.
+            ranges: The SRAM words it reads or writes: (space id, lo, hi, writes).
+            store: For stores, the per-element pending counters of the HBM it writes.
+
+        Returns:
+            The cycle its data has landed.
+        """
         t = self.t
         queue = self.queues[unit]
         if len(queue) == queue.maxlen and queue[0] > t:
@@ -344,7 +401,7 @@ class Machine:
             self.t = t
         start = max(t, self.free[unit])
         if any(self.horizon[u] > start for u in self.compute_units):
-            start = self.deps(unit, start, accesses)
+            start = self.deps(unit, start, ranges)
         end = start + occupancy
         self.free[unit] = end
         self.busy[unit] += occupancy
@@ -353,36 +410,23 @@ class Machine:
         done = end + latency
         if done > self.tag_done[tag]:
             self.tag_done[tag] = done
+        self.pending.append(Transfer(tag, done, ranges, store))
         return done
 
     def check_pending(self, sid: int, lo: int, hi: int, write: bool) -> None:
         """Fault if an access conflicts with a DMA transfer nobody waited for."""
-        for tag, psid, plo, phi, pwrites, _, _ in self.pending:
-            if psid == sid and plo < hi and lo < phi and (pwrites or write):
-                space = self.sram_by_id[sid].name
-                what = "writes" if pwrites else "reads"
-                self.fault(
-                    "dma_race",
-                    f"{'write to' if write else 'read of'} {space}[{lo}, {hi}) while DMA tag "
-                    f"{tag}, which {what} {space}[{plo}, {phi}), is not waited for; add "
-                    f"'dwait {tag}' before this instruction",
-                )
-
-    def add_pending(
-        self,
-        tag: int,
-        sid: int,
-        lo: int,
-        hi: int,
-        writes: bool,
-        hbm_view: np.ndarray | None = None,
-        region: HbmRegion | None = None,
-    ) -> None:
-        """Remember a transfer's SRAM range (and HBM elements it stores) until waited for."""
-        if hbm_view is not None and region is not None:
-            hbm_view += 1
-            region.pending_count += 1
-        self.pending.append((tag, sid, lo, hi, writes, hbm_view, region))
+        for transfer in self.pending:
+            for psid, plo, phi, pwrites in transfer.ranges:
+                if psid == sid and plo < hi and lo < phi and (pwrites or write):
+                    space = self.sram_by_id[sid].name
+                    what = "writes" if pwrites else "reads"
+                    tag = transfer.tag
+                    self.fault(
+                        "dma_race",
+                        f"{'write to' if write else 'read of'} {space}[{lo}, {hi}) while DMA "
+                        f"tag {tag}, which {what} {space}[{plo}, {phi}), is not waited for; "
+                        f"add 'dwait {tag}' before this instruction",
+                    )
 
     def wait_dma(self, tag: int | None) -> None:
         """The front end waits for the transfers of `tag` (all tags if None) and retires them."""
@@ -391,15 +435,12 @@ class Machine:
         if done > self.t:
             self.stalls[DMA_WAIT] += done - self.t
             self.t = done
-        keep = []
-        for entry in self.pending:
-            if tag is None or entry[0] == tag:
-                view, region = entry[5], entry[6]
-                if view is not None and region is not None:
-                    view -= 1
-                    region.pending_count -= 1
+        keep: deque[Transfer] = deque()
+        for transfer in self.pending:
+            if tag is None or transfer.tag == tag:
+                transfer.retire()
             else:
-                keep.append(entry)
+                keep.append(transfer)
         self.pending = keep
 
     # -- HBM ------------------------------------------------------------------------------

@@ -69,6 +69,9 @@ class NpuParams(BaseModel):
     """Instructions the matrix and vector units each queue before the front end stalls."""
     dma_queue_depth: int = Field(ge=1, le=64)
     """Transfers the DMA engine queues before the front end stalls."""
+    dma_outstanding: int = Field(ge=1, le=1024)
+    """Transfers that may be issued and not yet waited for; issuing one more first waits for
+    the oldest to land (and retires it)."""
     clock_ghz: float = Field(gt=0)
     """Clock frequency, to convert cycles to time."""
     hbm_bytes_per_cycle: int = Field(ge=1)
@@ -367,6 +370,7 @@ def _bind_load(space: str) -> Callable[[Machine, Decoded], Step]:
         nxt = d.pc + 1
 
         def step() -> int:
+            m.dma_slot()
             rows, cols, hstride, sstride = regs[rows_r], regs[cols_r], regs[hs_r], regs[ss_r]
             _dma_shape(m, rows, cols, sstride, sram.align)
             start = regs[sreg] + soff
@@ -385,7 +389,6 @@ def _bind_load(space: str) -> Callable[[Machine, Decoded], Step]:
             if cols < sstride:
                 block[:, cols:] = 0.0
             m.mark_sram(sram.sid, start, words)
-            m.add_pending(tag, sram.sid, start, start + words, True)
             m.dma_bytes_read += rows * cols * region.itemsize
             m.t += 1
             return nxt
@@ -412,6 +415,7 @@ def _bind_store(m: Machine, d: Decoded) -> Step:
     nxt = d.pc + 1
 
     def step() -> int:
+        m.dma_slot()
         rows, cols, hstride, sstride = regs[rows_r], regs[cols_r], regs[hs_r], regs[ss_r]
         _dma_shape(m, rows, cols, sstride, sram.align)
         start = regs[sreg] + soff
@@ -425,12 +429,16 @@ def _bind_store(m: Machine, d: Decoded) -> Step:
         if m.pending:
             m.check_pending(sram.sid, start, end, False)
         region, view, offset = m.hbm_view(addr[areg] + aoff, rows, cols, hstride, True)
-        m.dma_issue(
-            unit, cost(rows, cols, region.itemsize), latency, tag, ((sram.sid, start, end, False),)
-        )
         view[...] = source
         counters = m.hbm_mark(region, offset, rows, cols, hstride // region.itemsize)
-        m.add_pending(tag, sram.sid, start, end, False, counters, region)
+        m.dma_issue(
+            unit,
+            cost(rows, cols, region.itemsize),
+            latency,
+            tag,
+            ((sram.sid, start, end, False),),
+            (counters, region),
+        )
         m.dma_bytes_written += rows * cols * region.itemsize
         m.t += 1
         return nxt
@@ -447,6 +455,7 @@ def _bind_copy(m: Machine, d: Decoded) -> Step:
     nxt = d.pc + 1
 
     def step() -> int:
+        m.dma_slot()
         n = regs[n_r]
         src = regs[sreg] + soff
         dst = regs[dreg] + doff
@@ -461,8 +470,6 @@ def _bind_copy(m: Machine, d: Decoded) -> Step:
         )
         msram.data[dst : dst + n] = vsram.data[src : src + n]
         m.mark_sram(msram.sid, dst, n)
-        m.add_pending(tag, vsram.sid, src, src + n, False)
-        m.add_pending(tag, msram.sid, dst, dst + n, True)
         m.t += 1
         return nxt
 
@@ -515,8 +522,8 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     def rd(name: str = "rd") -> F:
         return F(name, Reg(r), "write")
 
-    def rs(name: str) -> F:
-        return F(name, Reg(r), "read")
+    def rs(name: str, doc: str = "") -> F:
+        return F(name, Reg(r), "read", doc=doc)
 
     def fd(name: str = "fd") -> F:
         return F(name, Reg(f), "write")
@@ -796,7 +803,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     )
     add(
         mnemonic="loop",
-        fields=(rs("count"),),
+        fields=(rs("count", "iterations"),),
         group="control",
         unit="scalar",
         cost="1",
@@ -809,7 +816,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     )
     add(
         mnemonic="loopi",
-        fields=(F("count", Imm(0, INT_MAX)),),
+        fields=(F("count", Imm(0, INT_MAX), doc="iterations"),),
         group="control",
         unit="scalar",
         cost="1",
@@ -860,7 +867,14 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         "dma_setup + cdiv(rows * cdiv(cols * itemsize, dma_burst_bytes) * dma_burst_bytes, "
         "hbm_bytes_per_cycle)"
     )
-    shape_fields = (rs("rows"), rs("cols"), rs("hstride"), rs("sstride"), F("tag", tag))
+    tag_field = F("tag", tag, doc="completion group that dwait waits for")
+    shape_fields = (
+        rs("rows", "rows to transfer"),
+        rs("cols", "elements per row"),
+        rs("hstride", "bytes from one HBM row to the next"),
+        rs("sstride", "words from one SRAM row to the next (>= cols)"),
+        tag_field,
+    )
     load_doc = (
         "Copies rows x cols elements from HBM (row i starts at src + i * hstride bytes; the "
         "element type is the region's) into rows x sstride SRAM words at dst (row i at "
@@ -900,7 +914,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     )
     add(
         mnemonic="dcpy",
-        fields=(F("dst", mmem, "write"), F("src", vmem, "read"), rs("n"), F("tag", tag)),
+        fields=(F("dst", mmem, "write"), F("src", vmem, "read"), rs("n", "words"), tag_field),
         group="memory",
         unit="dma",
         cost="dma_setup + cdiv(n, sram_copy_words_per_cycle)",
@@ -1151,7 +1165,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             acc_rw,
             F("va", vmem, "read", ("n", "mlen", "mlen")),
             F("mb", mmem, "read", ("n", "mlen", "mlen")),
-            F("n", Imm(1, 256)),
+            F("n", Imm(1, 256), doc="tile pairs"),
         ),
         group="matrix",
         unit="matrix",

@@ -103,7 +103,9 @@ with `uninitialized_read`. The expected output is never in any memory the progra
 (0..{p.dma_tags - 1}). Until a `dwait` of that tag (or `dfence`) retires it, any access to the
 SRAM words it writes, any write to the SRAM words it reads, and any load of HBM elements a store
 writes faults with `dma_race`: on real hardware these would read stale or torn data. Waiting
-stalls the front end until the tag's transfers have landed.
+stalls the front end until the tag's transfers have landed. At most {p.dma_outstanding}
+transfers may be outstanding (issued and not waited for); issuing another first waits for the
+oldest to land and retires it.
 """,
         ),
         Chapter(

@@ -1,0 +1,286 @@
+"""Simulator speed: simulated instructions per second on representative npu programs.
+
+    .venv/bin/python scripts/bench_sim.py            # print the table
+    .venv/bin/python scripts/bench_sim.py --write    # also write docs/accel/BENCHMARK.md
+
+Each program is a working kernel whose output is checked against NumPy, so the figures are for
+real code paths. Time is the CPU time of this process (`time.process_time`), best of several
+runs, so other processes on a shared machine inflate it less than wall-clock time would; it
+covers `simulate` (binding, running, reading outputs back), not assembly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gauntlet.accel import MemoryContract, assemble, get_platform, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Bench:
+    name: str
+    what: str
+    source: str
+    contract: MemoryContract
+    inputs: dict[str, np.ndarray]
+    check: Callable[[dict[str, np.ndarray]], None]
+
+
+def scalar_loops() -> Bench:
+    """Address arithmetic of a three-deep tiled loop nest: scalar and control only."""
+    source = """
+        li r10, 0
+        li r20, 64
+    outer:
+        li r11, 0
+        loopi 64
+            loopi 16
+                muli r12, r10, 4096
+                add  r13, r12, r11
+                addi r14, r13, 32
+                slli r15, r14, 2
+                max  r16, r15, r13
+                addi r11, r11, 1
+            endloop
+            addi r17, r17, 1
+        endloop
+        addi r10, r10, 1
+        blt  r10, r20, outer
+        li r2, 1
+        li r3, 1
+        li r4, 4
+        li r5, 32
+        itof f1, r17
+        vbcast [r0], f1
+        dstv [a1], [r0], r2, r3, r4, r5, 0
+        dwait 0
+    """
+    contract = MemoryContract.pack(inputs={"x": (1,)}, outputs={"y": (1,)})
+
+    def check(out: dict[str, np.ndarray]) -> None:
+        assert out["y"][0] == 64 * 64
+
+    return Bench(
+        "scalar loops",
+        "integer arithmetic, hardware loops, branches",
+        source,
+        contract,
+        {"x": np.zeros(1, np.float32)},
+        check,
+    )
+
+
+def vector_softmax(rows: int = 512) -> Bench:
+    """Row softmax of a (rows, 64) fp32 matrix: reductions, exp, scalar fp32 between them."""
+    source = f"""
+        li r2, {rows}
+        li r3, 64
+        li r4, 256
+        li r5, 64
+        dldv [r0], [a0], r2, r3, r4, r5, 0
+        fli f9, 1.0
+        li r7, {rows * 64}          ; scratch vector
+        dwait 0
+        li r1, 0
+        loopi {rows}
+            vmax    [r7], [r1], [r1 + 32]
+            vredmax f1, [r7]
+            fsub    f2, f0, f1
+            vadds   [r1], [r1], f2
+            vadds   [r1 + 32], [r1 + 32], f2
+            vexp    [r1], [r1]
+            vexp    [r1 + 32], [r1 + 32]
+            vadd    [r7], [r1], [r1 + 32]
+            vredsum f3, [r7]
+            fdiv    f4, f9, f3
+            vmuls   [r1], [r1], f4
+            vmuls   [r1 + 32], [r1 + 32], f4
+            addi    r1, r1, 64
+        endloop
+        dstv [a1], [r0], r2, r3, r4, r5, 1
+        dwait 1
+    """
+    x = np.random.default_rng(0).standard_normal((rows, 64)).astype(np.float32)
+    contract = MemoryContract.pack(inputs={"x": (rows, 64)}, outputs={"y": (rows, 64)})
+
+    def check(out: dict[str, np.ndarray]) -> None:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(out["y"], e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+    return Bench(
+        "vector softmax",
+        "12 vector/scalar-fp32 ops per 64-wide row",
+        source,
+        contract,
+        {"x": x},
+        check,
+    )
+
+
+def tile_gemm(tiles: int = 5, repeat: int = 16) -> Bench:
+    """C = A @ B with every tile resident in SRAM: the matrix unit's inner loop."""
+    n = tiles * 32
+    source = f"""
+        li r2, {n}
+        li r3, 32
+        li r4, {n * 4}
+        li r5, 32
+        ; A and B as column blocks of 32: block j of A at VSRAM j * n * 32 (tiles contiguous)
+        li r1, 0
+        mova a5, a0
+        mova a6, a1
+        loopi {tiles}
+            dldv [r1], [a5], r2, r3, r4, r5, 0
+            dldm [r1], [a6], r2, r3, r4, r5, 0
+            addi r1, r1, {n * 32}
+            addai a5, a5, 128
+            addai a6, a6, 128
+        endloop
+        dfence
+        li r15, {tiles * n * 32}           ; C, stored as column blocks too
+        loopi {repeat}                     ; the same product again: more instructions to time
+        li r10, 0                          ; i: tile row of A (offset within a block)
+        loopi {tiles}
+            li r11, 0                      ; j: column block of B
+            loopi {tiles}
+                mzero acc0
+                mov  r12, r10              ; A block k at k * n * 32, row tile i
+                muli r13, r11, {n * 32}
+                loopi {tiles}
+                    mm   acc0, [r12], [r13]
+                    addi r12, r12, {n * 32}
+                    addi r13, r13, 1024
+                endloop
+                muli r14, r11, {n * 32}
+                add  r14, r14, r10
+                add  r14, r14, r15
+                mst  [r14], acc0
+                addi r11, r11, 1
+            endloop
+            addi r10, r10, 1024
+        endloop
+        endloop
+        li r1, {tiles * n * 32}
+        mova a5, a2
+        loopi {tiles}
+            dstv [a5], [r1], r2, r3, r4, r5, 1
+            addi r1, r1, {n * 32}
+            addai a5, a5, 128
+        endloop
+        dfence
+    """
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    contract = MemoryContract.pack(inputs={"a": (n, n), "b": (n, n)}, outputs={"c": (n, n)})
+
+    def check(out: dict[str, np.ndarray]) -> None:
+        np.testing.assert_allclose(out["c"], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+    return Bench(
+        "tile GEMM",
+        f"{repeat} x {tiles**3} mm on 32x32 tiles, 3 loop ops each",
+        source,
+        contract,
+        {"a": a, "b": b},
+        check,
+    )
+
+
+def measure(bench: Bench, repeats: int) -> dict[str, float]:
+    npu = get_platform("npu")
+    program = assemble(npu, bench.source, bench.contract.symbols())
+    best = float("inf")
+    result = None
+    for _ in range(repeats):
+        start = time.process_time()
+        result = simulate(program, bench.contract, bench.inputs)
+        best = min(best, time.process_time() - start)
+    assert result is not None and result.fault is None, result and result.fault
+    bench.check(result.outputs)
+    count = result.profile.instructions
+    return {
+        "instructions": count,
+        "seconds": best,
+        "rate": count / best,
+        "cycles": result.profile.cycles,
+    }
+
+
+def cpu_model() -> str:
+    """The CPU's model name, as `lscpu` reports it (read from /proc/cpuinfo)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--write", action="store_true", help="write docs/accel/BENCHMARK.md")
+    args = parser.parse_args()
+    benches = [scalar_loops(), vector_softmax(), tile_gemm()]
+    rows = []
+    for bench in benches:
+        figures = measure(bench, args.repeats)
+        rows.append((bench, figures))
+        print(
+            f"{bench.name:15s} {figures['instructions']:>9,d} instructions "
+            f"{figures['seconds'] * 1e3:8.1f} ms  {figures['rate'] / 1e6:6.2f} M instr/s"
+        )
+    if args.write:
+        write_report(rows)
+    return 0
+
+
+def write_report(rows: list[tuple[Bench, dict[str, float]]]) -> None:
+    import ml_dtypes
+
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    cores = len(os.sched_getaffinity(0))
+    lines = [
+        "# Simulator speed",
+        "",
+        "Measured with `.venv/bin/python scripts/bench_sim.py --write` on "
+        f"{today}: {cpu_model()}, {cores} cores (the benchmark uses one), Python "
+        f"{sys.version.split()[0]}, NumPy {np.__version__}, ml-dtypes {ml_dtypes.__version__}. "
+        "Time is the simulating process's CPU time, best of 5 runs; the machine was shared "
+        "with other work, so the figures are a floor rather than a ceiling.",
+        "",
+        "| program | what it exercises | instructions | CPU time | simulated instr/s |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for bench, f in rows:
+        lines.append(
+            f"| {bench.name} | {bench.what} | {int(f['instructions']):,} | "
+            f"{f['seconds'] * 1e3:.0f} ms | {f['rate'] / 1e6:.2f} M |"
+        )
+    lines += [
+        "",
+        "Each program is a working kernel; its output is checked against NumPy before the "
+        "figure is recorded. See `scripts/bench_sim.py` for the sources.",
+        "",
+    ]
+    (ROOT / "docs" / "accel" / "BENCHMARK.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
