@@ -1,0 +1,89 @@
+"""The command line as users run it: exit codes, JSON, tables, errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.fixtures import TASKS
+
+SCALE_ADD_DIR = TASKS / "triton2triton" / "scale_add"
+CORPUS = Path(__file__).parent / "judge" / "corpus"
+
+
+def gauntlet(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GAUNTLET_TASKS_DIR": str(TASKS), "COLUMNS": "200"}
+    return subprocess.run(  # noqa: TID251 - the CLI as a user runs it
+        [sys.executable, "-m", "gauntlet", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_eval_passes_with_exit_0_and_json() -> None:
+    done = gauntlet(
+        "eval",
+        "triton2triton/scale_add",
+        str(SCALE_ADD_DIR / "expert" / "kernel.py"),
+        "--configs",
+        "visible",
+        "--json",
+        "--seed",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads(done.stdout)
+    assert verdict["status"] == "pass" and verdict["kind"] == "verdict"
+
+
+def test_eval_failed_gate_exits_1_with_the_reason() -> None:
+    done = gauntlet(
+        "eval", "triton2triton/scale_add", str(CORPUS / "wrong_result.py"), "--configs", "visible"
+    )
+    assert done.returncode == 1
+    assert "incorrect" in done.stdout and "mismatch at index" in done.stdout
+
+
+def test_bad_usage_exits_2_without_traceback() -> None:
+    missing = gauntlet("eval", "triton2triton/scale_add", "/nonexistent/kernel.py")
+    assert missing.returncode == 2
+    assert "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    unknown = gauntlet("eval", "triton2triton/nope", "kernel.py")
+    assert unknown.returncode == 2 and "unknown task 'triton2triton/nope'" in unknown.stderr
+    bad_option = gauntlet("eval", "triton2triton/scale_add", "k.py", "--configs", "some")
+    assert bad_option.returncode == 2
+
+
+def test_malformed_task_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "task.toml").write_text('id = "x/y"\n')
+    done = gauntlet("eval", str(tmp_path), "kernel.py")
+    assert done.returncode == 2
+    assert "task.toml" in done.stderr and "required key is missing" in done.stderr
+
+
+def test_tasks_list_json_and_show() -> None:
+    listed = gauntlet("tasks", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [t["id"] for t in json.loads(listed.stdout)] == ["triton2triton/scale_add"]
+    shown = gauntlet("tasks", "show", "triton2triton/scale_add")
+    assert shown.returncode == 0 and "C1" in shown.stdout and "kernel.py" in shown.stdout
+    unknown_suite = gauntlet("tasks", "--suite", "nothing")
+    assert unknown_suite.returncode == 2 and "unknown suite 'nothing'" in unknown_suite.stderr
+
+
+def test_tasks_check_passes_the_fixture() -> None:
+    done = gauntlet("tasks", "check", "triton2triton/scale_add", "--device", "cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for check in ("baseline passes", "expert passes", "zero and identity outputs fail"):
+        assert check in done.stdout
+
+
+def test_devices_lists_the_cpu() -> None:
+    done = gauntlet("devices")
+    assert done.returncode == 0 and "cpu" in done.stdout
