@@ -81,8 +81,9 @@ def scalar_loops() -> Bench:
     )
 
 
-def vector_softmax(rows: int = 512) -> Bench:
-    """Row softmax of a (rows, 64) fp32 matrix: reductions, exp, scalar fp32 between them."""
+def vector_softmax(rows: int = 512, passes: int = 8) -> Bench:
+    """Row softmax of a (rows, 64) fp32 matrix, `passes` times in place: reductions, exp and
+    the scalar fp32 arithmetic between them."""
     source = f"""
         li r2, {rows}
         li r3, 64
@@ -92,6 +93,7 @@ def vector_softmax(rows: int = 512) -> Bench:
         fli f9, 1.0
         li r7, {rows * 64}          ; scratch vector
         dwait 0
+        loopi {passes}
         li r1, 0
         loopi {rows}
             vmax    [r7], [r1], [r1 + 32]
@@ -108,6 +110,7 @@ def vector_softmax(rows: int = 512) -> Bench:
             vmuls   [r1 + 32], [r1 + 32], f4
             addi    r1, r1, 64
         endloop
+        endloop
         dstv [a1], [r0], r2, r3, r4, r5, 1
         dwait 1
     """
@@ -115,12 +118,15 @@ def vector_softmax(rows: int = 512) -> Bench:
     contract = MemoryContract.pack(inputs={"x": (rows, 64)}, outputs={"y": (rows, 64)})
 
     def check(out: dict[str, np.ndarray]) -> None:
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        np.testing.assert_allclose(out["y"], e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+        expected = x.astype(np.float64)
+        for _ in range(passes):
+            e = np.exp(expected - expected.max(axis=1, keepdims=True))
+            expected = e / e.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(out["y"], expected, rtol=1e-5)
 
     return Bench(
         "vector softmax",
-        "12 vector/scalar-fp32 ops per 64-wide row",
+        f"{passes} x {rows} rows of 64: 12 vector/fp32 ops per row",
         source,
         contract,
         {"x": x},
@@ -128,7 +134,7 @@ def vector_softmax(rows: int = 512) -> Bench:
     )
 
 
-def tile_gemm(tiles: int = 5, repeat: int = 16) -> Bench:
+def tile_gemm(tiles: int = 5, repeat: int = 64) -> Bench:
     """C = A @ B with every tile resident in SRAM: the matrix unit's inner loop."""
     n = tiles * 32
     source = f"""
@@ -218,6 +224,32 @@ def measure(bench: Bench, repeats: int) -> dict[str, float]:
     }
 
 
+def numpy_floor(repeats: int) -> dict[str, float]:
+    """Microseconds NumPy alone needs for the core of one vector and one tile instruction."""
+    a = np.ones(32, np.float32)
+    out = np.empty(32, np.float32)
+    tile = np.ones((32, 32), np.float32)
+    acc = np.zeros((32, 32), np.float32)
+    f64 = np.float64
+
+    def vector() -> None:
+        np.add(a, a, out=out)
+
+    def matrix() -> None:
+        np.add(acc, np.dot(tile.astype(f64), tile.astype(f64)), out=acc, casting="same_kind")
+
+    figures = {}
+    for name, op in (("vadd", vector), ("mm", matrix)):
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            for _ in range(10_000):
+                op()
+            best = min(best, (time.process_time() - start) / 10_000)
+        figures[name] = best * 1e6
+    return figures
+
+
 def cpu_model() -> str:
     """The CPU's model name, as `lscpu` reports it (read from /proc/cpuinfo)."""
     try:
@@ -234,7 +266,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--write", action="store_true", help="write docs/accel/BENCHMARK.md")
     args = parser.parse_args()
     benches = [scalar_loops(), vector_softmax(), tile_gemm()]
@@ -246,12 +278,17 @@ def main() -> int:
             f"{bench.name:15s} {figures['instructions']:>9,d} instructions "
             f"{figures['seconds'] * 1e3:8.1f} ms  {figures['rate'] / 1e6:6.2f} M instr/s"
         )
+    floor = numpy_floor(args.repeats)
+    print(
+        f"NumPy alone: {floor['vadd']:.2f} us per 32-lane add, {floor['mm']:.2f} us per "
+        "32x32 float64 tile product"
+    )
     if args.write:
-        write_report(rows)
+        write_report(rows, floor)
     return 0
 
 
-def write_report(rows: list[tuple[Bench, dict[str, float]]]) -> None:
+def write_report(rows: list[tuple[Bench, dict[str, float]]], floor: dict[str, float]) -> None:
     import ml_dtypes
 
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
@@ -262,7 +299,7 @@ def write_report(rows: list[tuple[Bench, dict[str, float]]]) -> None:
         "Measured with `.venv/bin/python scripts/bench_sim.py --write` on "
         f"{today}: {cpu_model()}, {cores} cores (the benchmark uses one), Python "
         f"{sys.version.split()[0]}, NumPy {np.__version__}, ml-dtypes {ml_dtypes.__version__}. "
-        "Time is the simulating process's CPU time, best of 5 runs; the machine was shared "
+        "Time is the simulating process's CPU time, best of 7 runs; the machine was shared "
         "with other work, so the figures are a floor rather than a ceiling.",
         "",
         "| program | what it exercises | instructions | CPU time | simulated instr/s |",
@@ -277,6 +314,20 @@ def write_report(rows: list[tuple[Bench, dict[str, float]]]) -> None:
         "",
         "Each program is a working kernel; its output is checked against NumPy before the "
         "figure is recorded. See `scripts/bench_sim.py` for the sources.",
+        "",
+        "## Where the time goes",
+        "",
+        "A scalar or control instruction is one call of a pre-bound closure (a few hundred "
+        "nanoseconds), so scalar- and loop-heavy code runs well above 1 M instructions/s. A "
+        "vector or tile instruction also pays for its NumPy call, and on this machine NumPy "
+        f"alone takes {floor['vadd']:.2f} us for a 32-lane add and {floor['mm']:.2f} us for a "
+        "32 x 32 tile product in float64 (the precision the matrix unit's dot products need "
+        "to round once); the instruction's checks, scoreboard and timeline add one to two "
+        "microseconds more. Programs dominated by vector and tile instructions therefore run at about "
+        "0.5 M instructions/s here, short of the 1 M target, which they reach only where "
+        "loop and address arithmetic make up most of the instructions. Closing the gap would "
+        "take executing several instructions per NumPy call (fusing straight-line blocks), "
+        "not a faster per-instruction loop.",
         "",
     ]
     (ROOT / "docs" / "accel" / "BENCHMARK.md").write_text("\n".join(lines), encoding="utf-8")

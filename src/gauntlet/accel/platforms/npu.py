@@ -203,12 +203,17 @@ def _vsel(d: np.ndarray, mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> None
     np.copyto(d, np.where(mask, a, b))
 
 
+def _accumulate(acc: np.ndarray, product: np.ndarray) -> None:
+    # One rounding to fp32 of acc + product (the product is exact enough in float64).
+    np.add(acc, product, out=acc, casting="same_kind")
+
+
 def _mm(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    acc += a.astype(F64) @ b.astype(F64)
+    _accumulate(acc, np.dot(a.astype(F64), b.astype(F64)))
 
 
 def _mmt(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    acc += a.astype(F64) @ b.T.astype(F64)
+    _accumulate(acc, np.dot(a.astype(F64), b.T.astype(F64)))
 
 
 def _mmb(acc: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> None:
@@ -216,15 +221,15 @@ def _mmb(acc: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> None:
     # sum_t A_t @ B_t is one long dot product: [A_0 A_1 ...] @ [B_0; B_1; ...].
     wide = a.transpose(1, 0, 2).reshape(rows, -1)
     tall = b.reshape(-1, b.shape[-1])
-    acc += wide.astype(F64) @ tall.astype(F64)
+    _accumulate(acc, np.dot(wide.astype(F64), tall.astype(F64)))
 
 
 def _mv(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    d += a.astype(F64) @ b.astype(F64)
+    _accumulate(d, np.dot(a.astype(F64), b.astype(F64)))
 
 
 def _mvt(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    d += b.astype(F64) @ a.astype(F64)
+    _accumulate(d, np.dot(b.astype(F64), a.astype(F64)))
 
 
 def _copy(d: np.ndarray, a: np.ndarray) -> None:

@@ -171,7 +171,8 @@ Every arithmetic result is an fp32 value, rounded once to nearest even:
 - `vexp`, `vrsqrt` and `vfma` are computed in double precision and rounded once;
 - reductions (`vredsum`) sum exactly and round once; `vredmax` is exact;
 - the matrix unit forms each dot product in double precision and rounds once, when it adds to
-  the accumulator (`mmb` rounds once for its whole chain);
+  the accumulator (`mmb` rounds once for its whole chain); the double-precision sum comes from
+  the host's BLAS, so in rare near-ties the last fp32 bit may differ between hosts;
 - NaN propagates through min, max and the reductions; comparisons with NaN are false
   (except `ne`).
 
