@@ -43,7 +43,8 @@ def test_bad_overrides_are_config_errors() -> None:
 
 
 def test_every_cost_formula_evaluates() -> None:
-    from gauntlet.accel.isa import evaluate_formula, formula_names
+    from gauntlet import expr
+    from gauntlet.accel.isa import formula_names
     from gauntlet.accel.machine import formula_env
 
     npu = get_platform("npu")
@@ -51,4 +52,6 @@ def test_every_cost_formula_evaluates() -> None:
     for ins in npu.isa.instructions:
         names = formula_names(ins.cost) | formula_names(ins.latency)
         values = {n: 3 for n in names if n not in env}  # run-time values (vl, rows, n, ...)
-        assert evaluate_formula(ins.cost, {**env, **values}) >= 0, ins.mnemonic
+        for formula in (ins.cost, ins.latency):
+            cycles = expr.evaluate(formula, {**env, **values})
+            assert isinstance(cycles, int) and cycles >= 0, (ins.mnemonic, formula)

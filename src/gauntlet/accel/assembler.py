@@ -20,7 +20,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from gauntlet.accel.isa import Instruction, Label, OperandError, ParseContext, evaluate_int
 from gauntlet.accel.platform import Platform
@@ -99,6 +99,14 @@ _LABEL = re.compile(r"\s*([A-Za-z_.][\w.]*)\s*:(?!:)")
 _MNEMONIC = re.compile(r"\s*([A-Za-z_][\w.]*)")
 _DIRECTIVE = re.compile(r"\s*(\.[A-Za-z_]\w*)")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
+
+
+class _Report(Protocol):
+    """Records one error diagnostic."""
+
+    def __call__(
+        self, line: int, column: int, found: str, expected: str, message: str = ""
+    ) -> None: ...
 
 
 @dataclass
@@ -204,7 +212,7 @@ def _assemble(
         if operands is not None:
             statements.append(_Statement(number, column, word, operands))
 
-    context = ParseContext(symbols=symbols, labels=labels, params=platform.param_values())
+    context = ParseContext(symbols=symbols, labels=labels)
     decoded: list[Decoded] = []
     for pc, st in enumerate(statements):
         ins = platform.isa.get(st.mnemonic.lower())
@@ -243,21 +251,19 @@ def _assemble(
                 error(st.line, column + err.offset, err.found, err.expected, err.message)
         if ok:
             decoded.append(Decoded(pc, ins, tuple(values), st.line))
-        else:
-            decoded.append(Decoded(pc, ins, (), st.line))
     if any(d.severity == "error" for d in diagnostics):
         return None, diagnostics
 
     decoded = _pair_blocks(platform, decoded, statements, error)
     _check_branch_scopes(decoded, statements, error)
     used = {
-        v
+        text.strip()
         for d in decoded
-        for f, v in zip(d.instruction.fields, d.operands, strict=True)
+        for f, (text, _) in zip(d.instruction.fields, statements[d.pc].operands, strict=True)
         if isinstance(f.kind, Label)
     }
-    for name, pc in labels.items():
-        if pc not in used:
+    for name in labels:
+        if name not in used:
             line, column = label_lines[name]
             diagnostics.append(
                 Diagnostic(
@@ -291,7 +297,7 @@ def _directive(
     line: int,
     column: int,
     symbols: dict[str, int | float],
-    error: Any,
+    error: _Report,
 ) -> None:
     if word.lower() != ".equ":
         error(
@@ -323,7 +329,9 @@ def _directive(
         error(line, value_column + err.offset, err.found, err.expected, err.message)
 
 
-def _split_operands(text: str, start: int, line: int, error: Any) -> list[tuple[str, int]] | None:
+def _split_operands(
+    text: str, start: int, line: int, error: _Report
+) -> list[tuple[str, int]] | None:
     """Split at commas outside brackets and parentheses, keeping each operand's column."""
     if not text.strip():
         return []
@@ -354,7 +362,7 @@ def _split_operands(text: str, start: int, line: int, error: Any) -> list[tuple[
 
 
 def _pair_blocks(
-    platform: Platform, decoded: list[Decoded], statements: list[_Statement], error: Any
+    platform: Platform, decoded: list[Decoded], statements: list[_Statement], error: _Report
 ) -> list[Decoded]:
     """Match block openers (`loop`) with closers (`endloop`) and check the nesting depth."""
     limit = int(platform.param_values().get("loop_depth", 0))
@@ -391,7 +399,9 @@ def _pair_blocks(
     return [Decoded(d.pc, d.instruction, d.operands, d.line, partners.get(d.pc)) for d in decoded]
 
 
-def _check_branch_scopes(decoded: list[Decoded], statements: list[_Statement], error: Any) -> None:
+def _check_branch_scopes(
+    decoded: list[Decoded], statements: list[_Statement], error: _Report
+) -> None:
     """Branches may not enter or leave a hardware loop's body (the loop counter would leak)."""
     scope: list[int] = []
     current = -1

@@ -57,22 +57,17 @@ def bind_one(machine: Machine, decoded: Decoded) -> Step:
     return factory(machine, ins.semantics, decoded.pc + 1, decoded.operands)
 
 
-_FACTORIES: dict[tuple[int, str], tuple[Platform, Factory]] = {}
-
-
 def factory_for(platform: Platform, ins: Instruction) -> Factory:
-    """The compiled step factory of a data instruction on a platform (cached)."""
-    key = (id(platform), ins.mnemonic)
-    cached = _FACTORIES.get(key)
-    # The platform is kept in the value so an id is never reused while its entry lives.
-    if cached is not None and cached[0] is platform:
-        return cached[1]
+    """The compiled step factory of a data instruction on a platform (cached on the platform)."""
+    cached = platform.step_factories.get(ins.mnemonic)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
     source = generate(platform, ins)
     namespace: dict[str, Any] = {}
     code = compile(source, f"<accel step {platform.name}.{ins.mnemonic}>", "exec")
     exec(code, namespace)  # noqa: S102 - our own generated source, built from the ISA table
     factory: Factory = namespace["factory"]
-    _FACTORIES[key] = (platform, factory)
+    platform.step_factories[ins.mnemonic] = factory
     return factory
 
 

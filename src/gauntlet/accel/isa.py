@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from gauntlet import expr
 
 if TYPE_CHECKING:
@@ -53,11 +55,10 @@ class OperandError(ValueError):
 
 @dataclass(frozen=True)
 class ParseContext:
-    """What an operand needs to parse: symbols, labels and the platform's parameters."""
+    """What an operand needs to parse: the symbols and the program's labels."""
 
     symbols: Mapping[str, int | float]
     labels: Mapping[str, int]
-    params: Mapping[str, int | float]
 
 
 def evaluate_int(text: str, symbols: Mapping[str, int | float], expected: str) -> int:
@@ -245,8 +246,6 @@ class FImm(OperandKind):
 
 def round_f32(value: float) -> float:
     """Round a Python float to the nearest fp32 value (ties to even), keeping it a float."""
-    import numpy as np
-
     with np.errstate(over="ignore"):
         return float(np.float32(value))
 
@@ -378,11 +377,7 @@ class Field:
     shape: tuple[str, ...] = ()
     """For memory and array registers: the shape accessed, as formulas (`("vl",)`)."""
     doc: str = ""
-
-    @property
-    def extent(self) -> str:
-        """The number of words accessed, as a formula."""
-        return " * ".join(self.shape) if self.shape else "1"
+    """What the operand means, for the manual (`rows to transfer`)."""
 
 
 @dataclass(frozen=True)
@@ -409,7 +404,7 @@ class Instruction:
     operation: str
     """Pseudocode of the operation, as printed in the manual."""
     example: str
-    """One line of assembly using it (assembled by the tests with the manual's symbols)."""
+    """Assembly using it, a line or a short snippet (the tests assemble every example)."""
     description: str = ""
     semantics: Callable[..., Any] | None = None
     """The operation as a NumPy function over the operands' values (data instructions)."""
@@ -509,8 +504,13 @@ def formula_function(
     unknown = formula_names(formula) - set(env) - set(args)
     if unknown:
         raise ValueError(f"formula '{formula}' uses unknown names {sorted(unknown)}")
-    source = f"lambda {', '.join(args)}: int({formula})"
+    source = f"lambda {', '.join(args)}: _cycles({formula})"
+    namespace = {"__builtins__": {}, "_cycles": _cycles, **env}
     function: Callable[..., int] = eval(  # noqa: S307 - validated formula from our own table
-        compile(source, f"<formula {formula}>", "eval"), {"__builtins__": {"int": int}, **env}
+        compile(source, f"<formula {formula}>", "eval"), namespace
     )
     return function
+
+
+def _cycles(value: float) -> int:
+    return int(math.ceil(value))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -99,6 +99,10 @@ class Platform:
     """HBM capacity: the memory contract must end below this address."""
     defaults: BaseModel | None = None
     """The parameters without overrides (set by `get_platform`)."""
+    step_factories: dict[str, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Compiled step factories of the data instructions, by mnemonic (filled by `codegen`)."""
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -200,8 +200,8 @@ _FILL_TILES = """\
         addi r1, r1, VLEN
     endloop
     li r2, {tiles} * MLEN * MLEN
-    dcpy [r0], [r0], r2, 7
-    dwait 7
+    dcpy [r0], [r0], r2, 0
+    dwait 0
     mzero acc0
 """
 
