@@ -35,8 +35,12 @@ class BuildResult:
     reason: str = ""
     """The compiler's diagnostics, cut to what the agent needs, when not ok."""
     log: str = ""
+    """The build's full output (compiler output included), cut at a byte limit with a marker."""
     artifact: Path | None = None
     """A folder holding what evaluation needs (the submission's files, compiled objects)."""
+    failure: Failure = "build_error"
+    """The verdict's status when not ok: `timeout` or `crash` when the build process hung or
+    died, `rejected` when a gate before the build stopped it (`cuda_build.prebuild`)."""
 
 
 @dataclass

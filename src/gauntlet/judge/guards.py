@@ -36,7 +36,13 @@ ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     ),
 }
 ALLOWED_IMPORTS["torch"] = ALLOWED_IMPORTS["triton"]
-ALLOWED_IMPORTS["cuda"] = ALLOWED_IMPORTS["triton"] | {"torch.utils.cpp_extension"}
+# CUDA submissions (docs/cuda_submissions.md): nvcc through load_inline, KernelBench's
+# `import torch.nn as nn` for `ModelNew`, and NVRTC through CuPy's raw kernels.
+ALLOWED_IMPORTS["cuda"] = ALLOWED_IMPORTS["triton"] | {
+    "torch.utils.cpp_extension",
+    "torch.nn",
+    "cupy",
+}
 
 #: Names whose use is never needed by a kernel and always a way around the rules.
 FORBIDDEN_NAMES = frozenset(

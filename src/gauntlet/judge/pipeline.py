@@ -192,7 +192,7 @@ def judge(
         work = Path(tmp)
         build = backend.build(task, submission, work, device)
         if not build.ok:
-            return verdicts.stop("build", "build_error", build.reason, **common)
+            return verdicts.stop("build", build.failure, build.reason, stderr=build.log, **common)
         verdicts.passed("build")
         is_baseline = submission.files == task.baseline_files()
         return _check(

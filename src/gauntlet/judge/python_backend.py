@@ -81,7 +81,8 @@ class PythonBackend:
         """Write the files to a private folder; Triton compiles at the first call, in the worker.
 
         The syntax was checked by the contract gate; import errors surface as `build_error`
-        from the candidate worker.
+        from the candidate worker. CUDA submissions are compiled here, by nvcc in a build
+        process with no GPU (`cuda_build.py`), so the GPU worker only loads the libraries.
         """
         folder = workdir / "submission"
         folder.mkdir(parents=True, exist_ok=True)
@@ -89,6 +90,10 @@ class PythonBackend:
             target = folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+        if task.spec.submission.language == "cuda":
+            from gauntlet.judge import cuda_build
+
+            return cuda_build.build(task, submission, folder, device)
         return BuildResult(True, artifact=folder)
 
     def evaluate(self, request: EvalRequest) -> Evaluation:
@@ -231,6 +236,7 @@ class _Evaluation:
             "wrt": spec.backward.wrt if spec.backward else [],
             "allowed_ops": spec.allowed_calls,
             "watch_dispatch": not self.request.is_baseline,
+            "compile_reference": spec.track.startswith("torch2"),
             "check_determinism": True,
             "memory_limit_bytes": spec.memory_limit_mb << 20 if self.request.device == "cpu" else 0,
             "submission": {
@@ -484,6 +490,7 @@ class _Evaluation:
             speedup=float(summary["speedup"]),
             speedup_ci=tuple(summary["speedup_ci"]),  # type: ignore[arg-type]
             count=int(summary["count"]),
+            compiled_baseline=summary.get("compiled"),
             sol=sol,
             sol_fraction=sol / candidate_us if sol is not None and candidate_us > 0 else None,
         )

@@ -68,6 +68,9 @@ class Measurement:
     problem: str = ""
     """Why the measurement is not to be trusted (escaped work, library kernels, no kernels)."""
     kernels: list[str] = field(default_factory=list)
+    compiled_us: float | None = None
+    """Median time of `torch.compile` of the reference, where it was timed."""
+    compiled_note: str = ""
 
     def summary(self) -> dict[str, Any]:
         """Medians, IQRs, the median speedup and its confidence interval."""
@@ -86,6 +89,8 @@ class Measurement:
             "launch_overhead_us": self.launch_overhead_us,
             "problem": self.problem,
             "kernels": self.kernels[:20],
+            "compiled": self.compiled_us,
+            "compiled_note": self.compiled_note,
         }
 
 
@@ -176,8 +181,13 @@ def measure(
     wrt: Sequence[str],
     plan: TimingPlan,
     l2_bytes: int,
+    compiled: Callable[..., Any] | None = None,
 ) -> Measurement:
-    """Time candidate against baseline on one config, then cross-check the measurement."""
+    """Time candidate against baseline on one config, then cross-check the measurement.
+
+    `compiled` (for `torch2*` tracks: `torch.compile` of the reference) is timed after the
+    pairs, under the same protocol, for the record only.
+    """
     import torch
 
     names = list(base)
@@ -223,7 +233,34 @@ def measure(
                 if time.perf_counter() - started > plan.time_cap_s:
                     break
         _cross_check(result, fns["candidate"], inputs["candidate"], plan, wrt_idx, flush)
+        if compiled is not None:
+            try:
+                result.compiled_us = _time_alone(compiled, inputs["baseline"], plan, wrt_idx, flush)
+            except Exception as err:  # noqa: BLE001 - a record-only figure; the verdict stands
+                result.compiled_note = f"torch.compile of the reference failed: {err}"[:500]
     return result
+
+
+def _time_alone(
+    fn: Callable[..., Any], inputs: _Inputs, plan: TimingPlan, wrt_idx: list[int], flush: Any
+) -> float:
+    """Median event time of `fn` over `min_pairs` calls with fresh inputs and flushed L2."""
+    import torch
+
+    for i in range(plan.warmup):
+        _call(fn, inputs.prepare(plan.scales[i]), wrt_idx)
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    times = []
+    for k in range(plan.min_pairs):
+        args = inputs.prepare(plan.scales[k % len(plan.scales)])
+        flush.zero_()
+        start.record()
+        _call(fn, args, wrt_idx)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(times)
 
 
 def _forward_outputs(out: Any, backward: bool) -> list[torch.Tensor]:

@@ -326,6 +326,9 @@ def run_candidate(
     try:
         module = _load_module(Path(submission["dir"]) / submission["file"], "kernel_submission")
         entry = getattr(module, submission["entry"])
+        if isinstance(entry, type):
+            # A KernelBench-style `ModelNew` class: built once, with no arguments, then called.
+            entry = entry()
     except BaseException:  # noqa: BLE001 - anything the submission raises on import is its failure
         _send(fd, {"event": "build_error", "traceback": _short_traceback()})
         return
@@ -450,8 +453,11 @@ def _time_configs(
         base = _make_inputs(request, config, spec["inputs"])
         plan = timing.TimingPlan(**spec["plan"])
         clocks_before = _clocks()
+        compiled = _compiled_reference(request) if request.get("compile_reference") else None
         try:
-            result = timing.measure(entry, baseline, base, request.get("wrt") or [], plan, l2_bytes)
+            result = timing.measure(
+                entry, baseline, base, request.get("wrt") or [], plan, l2_bytes, compiled
+            )
         except BaseException:  # noqa: BLE001 - the submission failed while being timed
             _send(
                 fd,
@@ -479,6 +485,16 @@ def _time_configs(
             },
             tensors,
         )
+
+
+def _compiled_reference(request: dict[str, Any]) -> Callable[..., Any] | None:
+    """`torch.compile` of the reference (compiled at its first call, in the warm-up)."""
+    import torch
+
+    root = Path(request["task_root"])
+    spec = request["reference"]
+    module = _load_module(root / spec["file"], "_gauntlet_compiled_reference")
+    return torch.compile(getattr(module, spec["entry"]), dynamic=False)
 
 
 def _clocks() -> dict[str, float]:
@@ -542,6 +558,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         import triton  # noqa: F401 - the trusted import comes before the submission's
     if request["device"] == "cuda":
         import torch.profiler  # noqa: F401 - trusted before the submission, like timing
+    if request.get("language") == "cuda":
+        from gauntlet.judge import cuda_build
+
+        cuda_build.prepare_run(Path(request["submission"]["dir"]))
     trusted = _Trusted()
     try:
         if request["role"] == "reference":
