@@ -62,6 +62,7 @@ def _gpus() -> list[DeviceInfo]:
     if not torch.cuda.is_available():
         return []
     kind = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+    driver = _driver_version()
     gpus = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
@@ -77,10 +78,25 @@ def _gpus() -> list[DeviceInfo]:
                     "capability": f"{props.major}.{props.minor}",
                     "torch": torch.__version__,
                     "cuda": str(torch.version.cuda or torch.version.hip),
+                    **({"driver": driver} if driver else {}),
                 },
             )
         )
     return gpus
+
+
+def _driver_version() -> str:
+    """The NVIDIA driver's version through NVML, where it can be read."""
+    try:
+        import pynvml
+    except ImportError:
+        return ""
+    try:
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+    except pynvml.NVMLError:
+        return ""
+    return version.decode() if isinstance(version, bytes) else str(version)
 
 
 def _platforms() -> list[str]:

@@ -45,7 +45,7 @@ class TimingPlan:
     max_pairs: int = 2000
     target_ci: float = 0.01
     """Relative width of the speedup's 95% confidence interval to stop at."""
-    time_cap_s: float = 20.0
+    time_cap_s: float = 10.0
     warmup: int = 3
     flush_factor: int = 4
     """The flush buffer is this many times the L2 size."""
