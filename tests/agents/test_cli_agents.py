@@ -247,12 +247,20 @@ def test_runaway_agent_is_killed_at_its_wall_budget_and_its_partial_work_judged(
         for line in ctx.transcript.read_text().splitlines()
         if "children" in json.loads(line)
     )
-    for pid in record["children"]:  # one stayed in the agent's group, one left it
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
-    leftovers = [
-        p for p in psutil.process_iter(["cmdline"]) if record["token"] in (p.info["cmdline"] or [])
-    ]
-    assert leftovers == []
+    assert len(record["children"]) == 2  # one stayed in the agent's group, one left it
+
+    def alive() -> list[psutil.Process]:
+        found = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if record["token"] in (p.info["cmdline"] or [])
+        ]
+        return [p for p in found if p.status() != psutil.STATUS_ZOMBIE]
+
+    deadline = time.monotonic() + 10  # SIGKILL is delivered asynchronously
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert alive() == []
     assert "# edited by cursor (partial)" in (ws.path / "kernel.py").read_text()
     verdict = judge(scale_task, ws.path, device="cpu", seed=5, mode="final")
     assert verdict.status == "pass", verdict.reason
