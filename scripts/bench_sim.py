@@ -323,8 +323,8 @@ def write_report(rows: list[tuple[Bench, dict[str, float]]], floor: dict[str, fl
         f"alone takes {floor['vadd']:.2f} us for a 32-lane add and {floor['mm']:.2f} us for a "
         "32 x 32 tile product in float64 (the precision the matrix unit's dot products need "
         "to round once); the instruction's checks, scoreboard and timeline add one to two "
-        "microseconds more. Programs dominated by vector and tile instructions therefore run at about "
-        "0.5 M instructions/s here, short of the 1 M target, which they reach only where "
+        "microseconds more. Programs dominated by vector and tile instructions therefore run "
+        "at about 0.5 M instructions/s here, short of the 1 M target, which they reach only where "
         "loop and address arithmetic make up most of the instructions. Closing the gap would "
         "take executing several instructions per NumPy call (fusing straight-line blocks), "
         "not a faster per-instruction loop.",

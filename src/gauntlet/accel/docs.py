@@ -249,7 +249,8 @@ def _microbenchmarks(platform: Platform) -> list[str]:
         "",
         "The cost formulas are design parameters of this simulated machine (a TPU-like "
         "weight-stationary array, an HBM-class memory); they were not measured on silicon. "
-        "Each formula is pinned by the microbenchmark below: a loop whose cycles per iteration "
+        "Each formula longer than one cycle (one-cycle costs hide behind the front end's issue "
+        "rate) is pinned by a microbenchmark below: a loop whose cycles per iteration "
         f"(cycles of {second} iterations minus cycles of {first}, divided by {second - first}) "
         "the simulator measures when this manual is generated, next to what the formula "
         "predicts. The tests fail if the two ever disagree.",

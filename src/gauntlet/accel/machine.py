@@ -497,16 +497,10 @@ class Machine:
                     f"stored rows overlap: row stride {stride_bytes} B is shorter than a row "
                     f"of {cols} elements",
                 )
-        view = np.ndarray(
-            (rows, cols),
-            dtype=region.data.dtype,
-            buffer=region.data,
-            offset=offset * size,
-            strides=(step * size, size),
-        )
+        view = strided(region.data, offset, rows, cols, step)
         if not write:
             if region.written is not None:
-                mask = _strided(region.written, offset, rows, cols, step)
+                mask = strided(region.written, offset, rows, cols, step)
                 if not mask.all():
                     row, col = (int(i[0]) for i in np.nonzero(~mask))
                     self.fault(
@@ -515,7 +509,7 @@ class Machine:
                         f"column {col} of the transfer) that nothing wrote",
                     )
             if region.pending_count and region.pending is not None:
-                if _strided(region.pending, offset, rows, cols, step).any():
+                if strided(region.pending, offset, rows, cols, step).any():
                     self.fault(
                         "dma_race",
                         f"read of '{name}' at {address:#x} while a store to it is not waited "
@@ -528,10 +522,10 @@ class Machine:
     ) -> np.ndarray:
         """Record a store's elements as written; returns the pending-store counter view."""
         if region.written is not None:
-            _strided(region.written, offset, rows, cols, step)[...] = True
+            strided(region.written, offset, rows, cols, step)[...] = True
         if region.pending is None:
             region.pending = np.zeros(region.data.size, dtype=np.int32)
-        return _strided(region.pending, offset, rows, cols, step)
+        return strided(region.pending, offset, rows, cols, step)
 
     def unwritten_outputs(self) -> dict[str, int]:
         """Output elements the program never wrote, per output region."""
@@ -554,7 +548,8 @@ class Machine:
         return max([self.t, *self.free, *self.horizon, *self.tag_done])
 
 
-def _strided(array: np.ndarray, offset: int, rows: int, cols: int, step: int) -> np.ndarray:
+def strided(array: np.ndarray, offset: int, rows: int, cols: int, step: int) -> np.ndarray:
+    """A (rows, cols) view of a 1-D array from element `offset`, rows `step` elements apart."""
     size = array.itemsize
     return np.ndarray(
         (rows, cols),

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from gauntlet.accel.assembler import Program
 from gauntlet.accel.codegen import bind
 from gauntlet.accel.contract import MemoryContract
-from gauntlet.accel.faults import Fault, SimFault
+from gauntlet.accel.faults import Fault, FaultKind, SimFault
 from gauntlet.accel.isa import Step
 from gauntlet.accel.machine import STALL_CAUSES, Halt, Machine
 
@@ -132,10 +132,10 @@ def run(machine: Machine, program: Program, *, step_limit: int = DEFAULT_STEP_LI
     )
 
 
-def _fault(program: Program, kind: str, pc: int, message: str) -> Fault:
+def _fault(program: Program, kind: FaultKind, pc: int, message: str) -> Fault:
     inside = 0 <= pc < len(program)
     return Fault(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         pc=pc,
         line=program.instructions[pc].line if inside else 0,
         message=message,

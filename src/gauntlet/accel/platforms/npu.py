@@ -37,7 +37,7 @@ from gauntlet.accel.isa import (
     formula_function,
 )
 from gauntlet.accel.isa import Field as F
-from gauntlet.accel.machine import Halt, Machine
+from gauntlet.accel.machine import Halt, Machine, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
@@ -403,12 +403,6 @@ def _bind_load(space: str) -> Callable[[Machine, Decoded], Step]:
     return binder
 
 
-def _rows(array: np.ndarray, start: int, rows: int, cols: int, stride: int) -> np.ndarray:
-    """A (rows, cols) view of a 1-D array whose rows start `stride` elements apart."""
-    size = array.itemsize
-    return np.ndarray((rows, cols), array.dtype, array, start * size, (stride * size, size))
-
-
 def _bind_store(m: Machine, d: Decoded) -> Step:
     (areg, aoff), (sreg, soff), rows_r, cols_r, hs_r, ss_r, tag = d.operands
     regs, addr = m.regs["r"], m.regs["a"]
@@ -428,8 +422,8 @@ def _bind_store(m: Machine, d: Decoded) -> Step:
         if start % sram.align or start < 0 or end > sram.words:
             m.bad_sram(sram.sid, start, end - start)
         # Only the first `cols` words of each row are read (the last row may end the SRAM).
-        source = _rows(sram.data, start, rows, cols, sstride)
-        if not _rows(written, start, rows, cols, sstride).all():
+        source = strided(sram.data, start, rows, cols, sstride)
+        if not strided(written, start, rows, cols, sstride).all():
             m.uninit_sram(sram.sid, start, end - start)
         if m.pending:
             m.check_pending(sram.sid, start, end, False)
