@@ -59,7 +59,8 @@ def bind_one(machine: Machine, decoded: Decoded) -> Step:
 
 def factory_for(platform: Platform, ins: Instruction) -> Factory:
     """The compiled step factory of a data instruction on a platform (cached on the platform)."""
-    cached = platform.step_factories.get(ins.mnemonic)
+    key = f"step:{ins.mnemonic}"
+    cached = platform.derived.get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     source = generate(platform, ins)
@@ -67,7 +68,7 @@ def factory_for(platform: Platform, ins: Instruction) -> Factory:
     code = compile(source, f"<accel step {platform.name}.{ins.mnemonic}>", "exec")
     exec(code, namespace)  # noqa: S102 - our own generated source, built from the ISA table
     factory: Factory = namespace["factory"]
-    platform.step_factories[ins.mnemonic] = factory
+    platform.derived[key] = factory
     return factory
 
 

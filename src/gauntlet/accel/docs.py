@@ -95,7 +95,14 @@ def run_microbenchmark(platform: Platform, bench: Microbenchmark) -> BenchResult
 
 
 def manual(platform: Platform) -> str:
-    """The Markdown manual of a platform with its current parameters."""
+    """The Markdown manual of a platform with its current parameters (rendered once)."""
+    text = platform.derived.get("manual")
+    if text is None:
+        text = platform.derived["manual"] = _render(platform)
+    return str(text)
+
+
+def _render(platform: Platform) -> str:
     isa = platform.isa
     out: list[str] = [HEADER, "", f"# {platform.title}", "", platform.summary, ""]
     overrides = platform.overrides()

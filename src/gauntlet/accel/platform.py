@@ -99,10 +99,9 @@ class Platform:
     """HBM capacity: the memory contract must end below this address."""
     defaults: BaseModel | None = None
     """The parameters without overrides (set by `get_platform`)."""
-    step_factories: dict[str, Any] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-    """Compiled step factories of the data instructions, by mnemonic (filled by `codegen`)."""
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What is derived from the platform once and reused: compiled step factories (`codegen`),
+    the rendered manual (`docs`)."""
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
