@@ -15,7 +15,11 @@ from .conftest import Runner
 OVERRIDDEN = {"mlen": 16, "vlen": 64, "hbm_latency": 37, "vec_special_cycles": 5}
 
 
-@pytest.mark.parametrize("overrides", [{}, OVERRIDDEN], ids=["defaults", "overridden"])
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, OVERRIDDEN, {"mlen": 64, "vlen": 16, "hbm_bytes_per_cycle": 16}],
+    ids=["defaults", "small-tiles", "big-tiles-narrow-vectors"],
+)
 def test_microbenchmarks_match_their_formulas(overrides: dict[str, int]) -> None:
     platform = get_platform("npu", overrides)
     for bench in platform.microbenchmarks:

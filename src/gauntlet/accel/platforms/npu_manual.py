@@ -321,7 +321,7 @@ def microbenchmarks() -> tuple[Microbenchmark, ...]:
         Microbenchmark(
             "DMA store bandwidth",
             "dstv",
-            "vbcast [r0], f0\n"
+            "li r1, 0\nloopi cdiv(32, VLEN)\n    vbcast [r1], f0\n    addi r1, r1, VLEN\nendloop\n"
             + _DMA_SHAPE.format(rows=1, cols=32, sstride=32)
             + "loopi {n}\n    dstv [a1], [r0], r2, r3, r4, r5, 0\nendloop\ndfence\n",
             lambda p: _dma(p, 1, 32),
