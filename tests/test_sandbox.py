@@ -16,8 +16,9 @@ from gauntlet import process, sandbox
 from gauntlet.agents import make_agent
 from gauntlet.agents.base import AgentContext, Budget
 from gauntlet.errors import ConfigError
+from gauntlet.judge import judge
 from gauntlet.task import load_task
-from gauntlet.workspace import build_workspace
+from gauntlet.workspace import build_workspace, workspace_changes
 
 TASK_DIR = Path(__file__).parent / "agents" / "task_scale"
 
@@ -220,3 +221,32 @@ def test_bwrap_refuses_to_show_a_hidden_path(tmp_path: Path) -> None:
             env={"PATH": "/usr/bin:/bin"},
             hidden=[inside_the_toolchain],
         )
+
+
+@needs_bwrap
+@pytest.mark.xfail(
+    strict=True,
+    reason="the judge follows a linked contract file: gauntlet.judge.pipeline.read_submission "
+    "must refuse symbolic links (a sandboxed agent points kernel.py at the invisible expert)",
+)
+def test_a_linked_submission_does_not_smuggle_in_the_expert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = load_task(TASK_DIR)
+    budget = Budget(wall_s=60)
+    ws = build_workspace(task, tmp_path / "ws", device="cpu", budget=budget)
+    expert = TASK_DIR / "expert" / "kernel.py"
+    monkeypatch.setenv("GAUNTLET_SANDBOX", "bwrap")
+    ctx = AgentContext(
+        task=task,
+        workspace=ws.path,
+        brief=ws.brief,
+        budget=budget,
+        transcript=tmp_path / "transcript.jsonl",
+    )
+    command = f"sh -c 'rm kernel.py && ln -s {expert} kernel.py && test ! -e kernel.py'"
+    result = make_agent(f"generic:{command}").run(ctx)
+    assert result.status == "finished", result.message  # the link leads nowhere inside
+    assert workspace_changes(ws) == {"kernel.py": "modified"}
+    verdict = judge(task, ws.path, device="cpu", seed=3, mode="final")
+    assert verdict.status != "pass"

@@ -112,7 +112,7 @@ class ToolServer:
                 _send(conn, {"ok": False, "text": f"bad request to the tool server: {err}"})
                 return
             try:
-                result = self.toolbox.call(name, args, caller=self.caller)
+                result = self.toolbox.call(name, args, caller=self.caller, scope="feedback")
                 reply = {"ok": result.ok, "text": result.text}
             except GauntletError as err:
                 message = f"tool '{name}' failed in the harness: {err}"
@@ -247,5 +247,5 @@ def _call_in_process(workspace: Path, tool: str, args: dict[str, Any]) -> dict[s
     log = workspace / ".gauntlet-ws.log"
     calls = len(log.read_text(encoding="utf-8").splitlines()) if log.is_file() else 0
     toolbox = Toolbox(task, workspace, device=config.device, seed=calls)
-    result = toolbox.call(tool, args, caller="gauntlet-ws")
+    result = toolbox.call(tool, args, caller="gauntlet-ws", scope="feedback")
     return {"ok": result.ok, "text": result.text}

@@ -33,7 +33,7 @@ def suite_task(folder: str) -> Task:
 
 
 def accel_task() -> Task:
-    for toml in sorted((REPO / "tasks" / "accel").glob("*/*/task.toml")):
+    for toml in sorted((REPO / "tasks" / "accel").glob("**/task.toml")):
         task = load_task(toml.parent)
         if task.spec.expert is not None:
             return task

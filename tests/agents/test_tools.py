@@ -137,12 +137,16 @@ def test_gauntlet_ws_through_the_server(scale_task, tmp_path: Path) -> None:
         assert call_server(str(server.socket_path), "nope", {})["text"].startswith(
             "unknown tool 'nope'"
         )
+        # The agent's own file tools are not served: CLI agents have theirs, in the sandbox.
+        reply = call_server(str(server.socket_path), "read_file", {"path": "TASK.md"})
+        assert reply == {"ok": False, "text": reply["text"]}
+        assert reply["text"].startswith("unknown tool 'read_file'")
         grep = subprocess.run(
             [GAUNTLET_WS, "grep", "Visible"], cwd=mine.path, env=env, capture_output=True
         )
         assert grep.returncode == 0 and b"TASK.md:" in grep.stdout
     log = (mine.path / ".gauntlet-ws.log").read_text().splitlines()
-    assert [json.loads(line)["tool"] for line in log] == ["check", "nope", "grep"]
+    assert [json.loads(line)["tool"] for line in log] == ["check", "nope", "read_file", "grep"]
     assert not (other.path / ".gauntlet-ws.log").exists()
     assert not server.socket_dir.exists()
 
@@ -158,3 +162,17 @@ def test_gauntlet_ws_without_a_server_runs_the_tools_itself(scale_task, tmp_path
         [GAUNTLET_WS, "check"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert outside.returncode == 2 and "not inside a Kernel Gauntlet workspace" in outside.stderr
+
+
+def test_feedback_refuses_a_linked_submission(scale_task, tmp_path: Path) -> None:
+    ws = build_workspace(scale_task, tmp_path / "ws", device="cpu", budget=Budget())
+    (ws.path / "kernel.py").unlink()
+    (ws.path / "kernel.py").symlink_to(scale_task.path("expert/kernel.py"))
+
+    def no_judge(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a linked submission must not be judged")
+
+    box = Toolbox(scale_task, ws.path, judge=no_judge)
+    for tool, args in (("check", {}), ("test", {}), ("bench", {}), ("view", {"config": "C1"})):
+        result = box.call(tool, args, caller="t")
+        assert not result.ok and "kernel.py: a symbolic link" in result.text, tool

@@ -252,21 +252,30 @@ class Toolbox:
         """The tools this task offers."""
         return tools_for(self.task.spec.track, scope)
 
-    def call(self, name: str, args: Mapping[str, Any], *, caller: str) -> ToolResult:
+    def call(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        *,
+        caller: str,
+        scope: ToolScope | None = None,
+    ) -> ToolResult:
         """Run one tool. Bad names or arguments come back as a failed result the agent can read.
 
         Args:
             name: The tool.
             args: Its arguments (JSON values).
             caller: Who calls, for the log.
+            scope: Only tools of this scope may be called (None: every tool of the task).
 
         Returns:
             The tool's result.
         """
         started = time.monotonic()
-        spec = next((t for t in self.specs() if t.name == name), None)
+        offered = self.specs(scope)
+        spec = next((t for t in offered if t.name == name), None)
         if spec is None:
-            known = ", ".join(t.name for t in self.specs())
+            known = ", ".join(t.name for t in offered)
             result = ToolResult(ok=False, text=f"unknown tool '{name}' (tools: {known})")
         else:
             problem = _argument_problem(spec, args)
@@ -281,9 +290,23 @@ class Toolbox:
 
     # The feedback tools.
 
+    def _refuse_links(self) -> ToolResult | None:
+        linked = self._linked_files()
+        if not linked:
+            return None
+        return ToolResult(
+            ok=False,
+            text=f"contract: failed\n\n{', '.join(linked)}: a symbolic link; the submission must "
+            "be regular files in the workspace",
+        )
+
     def _tool_check(self) -> ToolResult:
         # The judge's first three gates only (nothing of the submission runs): fast feedback.
         import tempfile
+
+        refused = self._refuse_links()
+        if refused is not None:
+            return refused
 
         from gauntlet.judge.pipeline import backend_for, read_submission, syntax_error
 
@@ -307,6 +330,9 @@ class Toolbox:
         return ToolResult(ok=True, text="\n".join(lines))
 
     def _tool_test(self) -> ToolResult:
+        refused = self._refuse_links()
+        if refused is not None:
+            return refused
         verdict = self._verdict()
         lines = [_headline(verdict)]
         for result in verdict.visible():
@@ -314,6 +340,9 @@ class Toolbox:
         return ToolResult(ok=verdict.status == "pass", text="\n".join(lines))
 
     def _tool_bench(self) -> ToolResult:
+        refused = self._refuse_links()
+        if refused is not None:
+            return refused
         verdict = self._verdict()
         lines = [_headline(verdict)]
         if not verdict.timed:
@@ -334,6 +363,9 @@ class Toolbox:
             return ToolResult(
                 ok=False, text=f"no visible config '{config}' (visible: {', '.join(names)})"
             )
+        refused = self._refuse_links()
+        if refused is not None:
+            return refused
         verdict = self._verdict()
         result = next((r for r in verdict.visible() if r.config.name == config), None)
         if result is None or result.correct is None:
@@ -439,6 +471,10 @@ class Toolbox:
         return ToolResult(ok=True, text=f"submitted {names}", submitted=True)
 
     # Helpers.
+
+    def _linked_files(self) -> list[str]:
+        """Contract files that are symbolic links (the judge takes regular files only)."""
+        return [f for f in self.task.spec.submission.files if (self.workspace / f).is_symlink()]
 
     def _verdict(self) -> Verdict:
         key = self._submission_key()
