@@ -70,7 +70,7 @@ def test_malformed_task_is_a_clear_error(tmp_path: Path) -> None:
 def test_tasks_list_json_and_show() -> None:
     listed = gauntlet("tasks", "--json")
     assert listed.returncode == 0, listed.stderr
-    assert [t["id"] for t in json.loads(listed.stdout)] == ["triton2triton/scale_add"]
+    assert "triton2triton/scale_add" in [t["id"] for t in json.loads(listed.stdout)]
     shown = gauntlet("tasks", "show", "triton2triton/scale_add")
     assert shown.returncode == 0 and "C1" in shown.stdout and "kernel.py" in shown.stdout
     unknown_suite = gauntlet("tasks", "--suite", "nothing")
