@@ -109,19 +109,19 @@ def _eval(node: ast.AST, env: Mapping[str, Any], source: str) -> Any:
             if name not in env:
                 raise ExprError(f"'{source}': unknown name '{name}' (known: {', '.join(env)})")
             return env[name]
-        case ast.BinOp(left=left, op=op, right=right):
-            return _BINARY[type(op)](_eval(left, env, source), _eval(right, env, source))
-        case ast.UnaryOp(op=op, operand=operand):
-            return _UNARY[type(op)](_eval(operand, env, source))
+        case ast.BinOp(left=left, op=binary, right=right):
+            return _BINARY[type(binary)](_eval(left, env, source), _eval(right, env, source))
+        case ast.UnaryOp(op=unary, operand=operand):
+            return _UNARY[type(unary)](_eval(operand, env, source))
         case ast.BoolOp(op=ast.And(), values=values):
             return all(_eval(v, env, source) for v in values)
         case ast.BoolOp(op=ast.Or(), values=values):
             return any(_eval(v, env, source) for v in values)
         case ast.Compare(left=left, ops=ops, comparators=comparators):
             current = _eval(left, env, source)
-            for op, right in zip(ops, comparators, strict=True):
+            for compare, right in zip(ops, comparators, strict=True):
                 value = _eval(right, env, source)
-                if not _COMPARE[type(op)](current, value):
+                if not _COMPARE[type(compare)](current, value):
                     return False
                 current = value
             return True

@@ -160,7 +160,8 @@ def _numpy(tensor: Any) -> np.ndarray:
     import torch
 
     value = tensor.detach().cpu()
-    return (value.to(torch.float64) if value.is_floating_point() else value).numpy()
+    array: np.ndarray = (value.to(torch.float64) if value.is_floating_point() else value).numpy()
+    return array
 
 
 def _python_reference(task: Task) -> tuple[Draw, Reference]:

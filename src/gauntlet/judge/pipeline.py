@@ -19,7 +19,7 @@ import math
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
 from gauntlet.judge.verdict import (
@@ -126,12 +126,12 @@ class _Verdicts:
         name: GateName,
         status: Status,
         reason: str,
-        **fields: object,
+        **fields: Any,
     ) -> Verdict:
         self.gates.append(Gate(name=name, state="failed", reason=reason, duration_s=self._lap()))
         return self.finish(status, reason, **fields)
 
-    def finish(self, status: Status, reason: str = "", **fields: object) -> Verdict:
+    def finish(self, status: Status, reason: str = "", **fields: Any) -> Verdict:
         done = {g.name for g in self.gates}
         for name in GATES:
             if name not in done:
@@ -150,7 +150,7 @@ class _Verdicts:
             reason=reason,
             gates=self.gates,
             duration_s=time.monotonic() - self.started,
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
 
 
@@ -176,10 +176,10 @@ def judge(
     if submission is None:
         status: Status = "no_submission" if "missing" in problem else "build_error"
         return verdicts.stop("contract", status, problem)
-    common: dict[str, object] = {"submission_digest": digest(submission.files)}
-    problem = syntax_error(submission.files)
-    if problem:
-        return verdicts.stop("contract", "build_error", problem, **common)
+    common: dict[str, Any] = {"submission_digest": digest(submission.files)}
+    bad_syntax = syntax_error(submission.files)
+    if bad_syntax:
+        return verdicts.stop("contract", "build_error", bad_syntax, **common)
     verdicts.passed("contract")
 
     backend = backend_for(task)
@@ -210,7 +210,7 @@ def _check(
     seed: int,
     mode: Mode,
     work: Path,
-    common: dict[str, object],
+    common: dict[str, Any],
     is_baseline: bool,
 ) -> Verdict:
     timed = device_is_timed(device)
@@ -229,7 +229,7 @@ def _check(
     )
     evaluation = backend.evaluate(request)
     results = evaluation.results
-    fields: dict[str, object] = {
+    fields: dict[str, Any] = {
         **common,
         "configs": results,
         "stdout": evaluation.stdout,
@@ -297,7 +297,7 @@ def _below_roofline(results: list[ConfigResult]) -> str | None:
     return None
 
 
-def _speedups(fields: dict[str, object], results: list[ConfigResult]) -> dict[str, object]:
+def _speedups(fields: dict[str, Any], results: list[ConfigResult]) -> dict[str, Any]:
     def geomean(values: list[float]) -> float | None:
         values = [v for v in values if v > 0 and math.isfinite(v)]
         return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None

@@ -488,7 +488,7 @@ class _Evaluation:
             baseline_iqr=float(summary["baseline_iqr"]),
             candidate_iqr=float(summary["candidate_iqr"]),
             speedup=float(summary["speedup"]),
-            speedup_ci=tuple(summary["speedup_ci"]),  # type: ignore[arg-type]
+            speedup_ci=(float(summary["speedup_ci"][0]), float(summary["speedup_ci"][1])),
             count=int(summary["count"]),
             compiled_baseline=summary.get("compiled"),
             sol=sol,

@@ -94,7 +94,7 @@ def measure(index: int) -> DevicePeaks:
             end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end))
-        return sorted(times)[len(times) // 2]
+        return float(sorted(times)[len(times) // 2])
 
     size = 1 << 30
     src = torch.empty(size // 4, dtype=torch.float32, device=device).normal_()

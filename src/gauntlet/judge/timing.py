@@ -260,7 +260,7 @@ def _time_alone(
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    return float(statistics.median(times))
 
 
 def _forward_outputs(out: Any, backward: bool) -> list[torch.Tensor]:
@@ -327,7 +327,7 @@ def _profile(
     flush: torch.Tensor,
 ) -> None:
     import torch
-    from torch.autograd import DeviceType
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
     from torch.profiler import ProfilerActivity, profile
 
     args = inputs.prepare(plan.scales[0])
@@ -338,7 +338,7 @@ def _profile(
         torch.cuda.synchronize()
     kernels = [
         e
-        for e in prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+        for e in prof.profiler.kineto_results.events()
         if e.device_type() == DeviceType.CUDA
         and "memcpy" not in e.name().lower()
         and "memset" not in e.name().lower()

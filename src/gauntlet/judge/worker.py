@@ -17,6 +17,7 @@ Two roles, never mixed in one process:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -159,11 +160,12 @@ class _Trusted:
             ),
         }
         for name in ("measure", "_call", "_cross_check", "_profile", "scaled_inputs", "median_ci"):
-            self.watched[f"timing.{name}"] = lambda name=name: getattr(timing, name)
+            self.watched[f"timing.{name}"] = functools.partial(getattr, timing, name)
         self.watched["torch.cuda.Event.elapsed_time"] = lambda: torch.cuda.Event.elapsed_time
-        for name, func in list(globals().items()):
+        own = globals()
+        for name, func in list(own.items()):
             if name.startswith("_") and callable(func) and name != "_Trusted":
-                self.watched[f"worker.{name}"] = lambda name=name: globals()[name]
+                self.watched[f"worker.{name}"] = functools.partial(own.__getitem__, name)
         self.identities = {name: get() for name, get in self.watched.items()}
 
     def changed(self) -> list[str]:
@@ -307,7 +309,9 @@ def _baseline_callable(request: dict[str, Any]) -> Callable[..., Any]:
     """The trusted baseline: the task's baseline kernel, or the reference for `torch2*`."""
     root = Path(request["task_root"])
     spec = request["baseline"] or request["reference"]
-    return getattr(_load_module(root / spec["file"], "_gauntlet_timing_baseline"), spec["entry"])
+    module = _load_module(root / spec["file"], "_gauntlet_timing_baseline")
+    baseline: Callable[..., Any] = getattr(module, spec["entry"])
+    return baseline
 
 
 def run_candidate(
@@ -494,7 +498,8 @@ def _compiled_reference(request: dict[str, Any]) -> Callable[..., Any] | None:
     root = Path(request["task_root"])
     spec = request["reference"]
     module = _load_module(root / spec["file"], "_gauntlet_compiled_reference")
-    return torch.compile(getattr(module, spec["entry"]), dynamic=False)
+    compiled: Callable[..., Any] = torch.compile(getattr(module, spec["entry"]), dynamic=False)
+    return compiled
 
 
 def _clocks() -> dict[str, float]:
