@@ -102,12 +102,19 @@ def plan_jobs(
     """Jobs for every task that can run here, and the ids of tasks that cannot."""
     jobs: list[Job] = []
     skipped: list[str] = []
+    gpus = [d.name for d in devices.list_devices() if d.kind in ("cuda", "rocm")]
     for task in tasks:
         chosen = devices.device_for(task, device)
         if chosen is None:
             skipped.append(task.task_id)
             continue
-        jobs += [Job(task, a, i, chosen) for a in agents for i in range(attempts)]
+        for agent_spec in agents:
+            for index in range(attempts):
+                # With no device asked for, attempts spread over the GPUs here; the judge
+                # still times one candidate at a time per GPU (judge/devicelock.py).
+                if device is None and chosen in gpus:
+                    chosen = gpus[len(jobs) % len(gpus)]
+                jobs.append(Job(task, agent_spec, index, chosen))
     return jobs, skipped
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from gauntlet.judge import devicelock
 from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
 from gauntlet.judge.verdict import (
     GATES,
@@ -227,7 +228,11 @@ def _check(
         workdir=work,
         is_baseline=is_baseline,
     )
-    evaluation = backend.evaluate(request)
+    if device.startswith(("cuda", "rocm")):
+        with devicelock.exclusive(device):
+            evaluation = backend.evaluate(request)
+    else:
+        evaluation = backend.evaluate(request)
     results = evaluation.results
     fields: dict[str, Any] = {
         **common,
