@@ -1,0 +1,140 @@
+"""Check GPU-suite tasks on this CPU machine, through Triton's interpreter, at tiny sizes.
+
+The GPU tasks (`devices = ["cuda"]`) have shapes that fill a GPU and would take hours in the
+interpreter. This script loads each task as shipped (so its task.toml is validated), swaps its
+configs for the tiny ones listed in TINY below (all visible, one trial each), and runs the real
+task checks (`gauntlet.taskcheck.check_task`) on the `cpu` device: the baseline and the expert
+pass the real judge against the float64 reference, under every distribution of the task, with
+the static guards and the ATen dispatch watch; the reference is non-degenerate. It does not
+time anything: speed is checked on a GPU.
+
+Triton 3.9's interpreter computes tl.dot on bfloat16 operands wrongly (it reads their bits as
+float16), so tasks whose kernels use tl.dot are checked here in float16 (and float32) only; the
+kernels are dtype-generic, and bfloat16 is checked on the GPU.
+
+    .venv/bin/python scripts/check_tasks_interpreter.py                 # every task in TINY
+    .venv/bin/python scripts/check_tasks_interpreter.py triton2triton/matmul ...
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from gauntlet.errors import TaskFormatError
+from gauntlet.task import Config, ConfigsSpec, HiddenSpec, Task, load_task
+from gauntlet.taskcheck import check_task
+
+ROOT = Path(__file__).resolve().parents[1] / "tasks"
+
+#: Tiny configs per task id: small enough for the interpreter, odd where the kernels mask.
+TINY: dict[str, list[dict[str, object]]] = {
+    "triton2triton/matmul": [
+        {"M": 40, "N": 72, "K": 48, "dtype": "float16"},
+        {"M": 33, "N": 17, "K": 70, "dtype": "float16"},
+        {"M": 1300, "N": 3000, "K": 20, "dtype": "float16"},  # the expert's 128 x 256 tiles
+    ],
+    "triton2triton/log_softmax": [
+        {"rows": 5, "cols": 300, "dtype": "float32"},
+        {"rows": 3, "cols": 9000, "dtype": "bfloat16"},
+        {"rows": 2, "cols": 17, "dtype": "float16"},
+    ],
+    "triton2triton/add_layer_norm": [
+        {"rows": 6, "cols": 200, "dtype": "float32"},
+        {"rows": 3, "cols": 1500, "dtype": "bfloat16"},
+        {"rows": 2, "cols": 17000, "dtype": "float16", "eps": 1e-6},
+    ],
+    "triton2triton/cumsum": [
+        {"rows": 2, "length": 5000, "dtype": "float32"},
+        {"rows": 3, "length": 77, "dtype": "bfloat16"},
+        {"rows": 1, "length": 20000, "dtype": "float32"},
+    ],
+    "triton2triton/moe_combine": [
+        {"tokens": 7, "topk": 2, "dim": 100, "dtype": "float32"},
+        {"tokens": 5, "topk": 3, "dim": 1500, "dtype": "bfloat16"},
+    ],
+    "triton2triton/conv2d": [
+        {"batch": 2, "height": 5, "width": 6, "cin": 8, "cout": 16, "kernel": 3, "dtype": "float16"},
+        {"batch": 1, "height": 4, "width": 3, "cin": 70, "cout": 130, "kernel": 1, "dtype": "float16"},
+        {"batch": 1, "height": 6, "width": 5, "cin": 3, "cout": 5, "kernel": 5, "dtype": "float16"},
+    ],
+    "triton2triton/attention": [
+        {"batch": 1, "heads": 2, "seq": 40, "head_dim": 32, "causal": True, "dtype": "float16"},
+        {"batch": 2, "heads": 1, "seq": 19, "head_dim": 64, "causal": False, "dtype": "float16"},
+        {"batch": 1, "heads": 1, "seq": 300, "head_dim": 96, "causal": True, "dtype": "float16"},
+    ],
+    "triton2triton/swiglu": [
+        {"rows": 5, "ffn_dim": 300, "dtype": "float32"},
+        {"rows": 3, "ffn_dim": 2100, "dtype": "bfloat16"},
+    ],
+    "triton2triton/layer_norm_backward": [
+        {"rows": 6, "cols": 200, "dtype": "float32"},
+        {"rows": 9, "cols": 1500, "dtype": "bfloat16"},
+        {"rows": 300, "cols": 40, "dtype": "float16"},
+    ],
+    "triton2triton/rope": [
+        {"batch": 2, "seq": 5, "q_heads": 4, "kv_heads": 2, "head_dim": 64, "dtype": "float32"},
+        {"batch": 1, "seq": 3, "q_heads": 3, "kv_heads": 1, "head_dim": 128, "dtype": "bfloat16"},
+    ],
+    "torch2triton/swiglu_backward": [
+        {"rows": 5, "ffn_dim": 300, "dtype": "float32"},
+        {"rows": 3, "ffn_dim": 2100, "dtype": "bfloat16"},
+    ],
+    "torch2triton/log_softmax_backward": [
+        {"rows": 5, "cols": 300, "dtype": "float32"},
+        {"rows": 3, "cols": 9000, "dtype": "bfloat16"},
+        {"rows": 2, "cols": 17, "dtype": "float16"},
+    ],
+    "torch2triton/bias_gelu_backward": [
+        {"rows": 70, "cols": 300, "dtype": "float32"},
+        {"rows": 3, "cols": 2100, "dtype": "bfloat16"},
+    ],
+    "torch2triton/cross_entropy_backward": [
+        {"rows": 5, "vocab": 300, "dtype": "float32"},
+        {"rows": 3, "vocab": 9000, "dtype": "bfloat16"},
+        {"rows": 4, "vocab": 17, "dtype": "float16"},
+    ],
+    "torch2triton/group_norm_silu": [
+        {"batch": 2, "channels": 8, "height": 5, "width": 7, "groups": 4, "dtype": "float32"},
+        {"batch": 1, "channels": 6, "height": 40, "width": 50, "groups": 2, "dtype": "bfloat16"},
+        {"batch": 1, "channels": 4, "height": 1, "width": 1, "groups": 1, "dtype": "float16"},
+    ],
+}
+
+
+def tiny_task(task: Task, tiny: list[dict[str, object]]) -> Task:
+    """The task with its configs replaced by tiny visible ones, one trial each."""
+    visible = [Config(name=f"T{i + 1}", params=dict(p)) for i, p in enumerate(tiny)]
+    configs = ConfigsSpec(
+        visible=visible,
+        hidden=HiddenSpec(fixed=[Config(name="H-tiny", params=dict(tiny[0]))], count=0),
+    )
+    spec = task.spec.model_copy(update={"configs": configs, "trials": 1, "devices": ["cpu"]})
+    return Task(spec=spec, root=task.root)
+
+
+def main(argv: list[str]) -> int:
+    """Check the named tasks (default: all of TINY); exit 1 if any check fails."""
+    ids = argv or sorted(TINY)
+    failed = 0
+    for task_id in ids:
+        try:
+            task = load_task(ROOT / task_id, expected_id=task_id)
+        except TaskFormatError as err:
+            failed += 1
+            print(f"FAIL {task_id:40s} {'task.toml loads':32s} {err}")
+            continue
+        started = time.monotonic()
+        results = check_task(tiny_task(task, TINY[task_id]), device="cpu")
+        elapsed = time.monotonic() - started
+        for result in results:
+            mark = "ok  " if result.ok else "FAIL"
+            failed += not result.ok
+            print(f"{mark} {task_id:40s} {result.name:32s} {result.detail}")
+        print(f"     {task_id:40s} ({elapsed:.0f} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
