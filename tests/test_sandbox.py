@@ -224,11 +224,6 @@ def test_bwrap_refuses_to_show_a_hidden_path(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-@pytest.mark.xfail(
-    strict=True,
-    reason="the judge follows a linked contract file: gauntlet.judge.pipeline.read_submission "
-    "must refuse symbolic links (a sandboxed agent points kernel.py at the invisible expert)",
-)
 def test_a_linked_submission_does_not_smuggle_in_the_expert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

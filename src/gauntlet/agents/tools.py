@@ -302,32 +302,16 @@ class Toolbox:
 
     def _tool_check(self) -> ToolResult:
         # The judge's first three gates only (nothing of the submission runs): fast feedback.
-        import tempfile
-
         refused = self._refuse_links()
         if refused is not None:
             return refused
+        from gauntlet.judge.pipeline import check_static
 
-        from gauntlet.judge.pipeline import backend_for, read_submission, syntax_error
-
-        submission, problem = read_submission(self.task, self.workspace)
-        if submission is None:
-            return ToolResult(ok=False, text=f"contract: failed\n\n{problem}")
-        problem = syntax_error(submission.files) or ""
-        if problem:
-            return ToolResult(ok=False, text=f"contract: failed\n\n{problem}")
-        lines = ["contract: passed"]
-        backend = backend_for(self.task)
-        finding = backend.guard(self.task, submission)
-        if finding:
-            return ToolResult(ok=False, text="\n".join([*lines, "guards: failed", "", finding]))
-        lines.append("guards: passed")
-        with tempfile.TemporaryDirectory(prefix="gauntlet-check-") as tmp:
-            build = backend.build(self.task, submission, Path(tmp), self.device)
-        if not build.ok:
-            return ToolResult(ok=False, text="\n".join([*lines, "build: failed", "", build.reason]))
-        lines += ["build: passed", "All checks passed."]
-        return ToolResult(ok=True, text="\n".join(lines))
+        verdict = check_static(self.task, self.workspace, device=self.device)
+        lines = [f"{g.name}: {g.state}" for g in verdict.gates if g.state != "skipped"]
+        if verdict.status != "pass":
+            return ToolResult(ok=False, text="\n".join([*lines, "", verdict.reason]))
+        return ToolResult(ok=True, text="\n".join([*lines, "All checks passed."]))
 
     def _tool_test(self) -> ToolResult:
         refused = self._refuse_links()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -58,26 +59,40 @@ def device_is_timed(device: str) -> bool:
     return device.startswith(("cuda", "rocm", "sim:"))
 
 
-def read_submission(task: Task, folder: Path) -> tuple[Submission | None, str]:
-    """Read the contract's files; (None, reason) when one is missing, too large or not text."""
+def read_submission(task: Task, folder: Path) -> tuple[Submission | None, Status, str]:
+    """Read the contract's files; (None, status, reason) when one is missing or not acceptable.
+
+    Links are refused (a link could point at the expert solution or any file of the judge's
+    machine), and files are opened without following links, so a link swapped in after the
+    check cannot be read either.
+    """
     files: dict[str, str] = {}
     spec = task.spec.submission
+    root = folder.resolve()
     for name in spec.files:
         path = folder / name
+        linked = [p for p in [path, *path.parents] if p.is_symlink() and p.is_relative_to(folder)]
+        if linked or not path.resolve().is_relative_to(root):
+            return None, "rejected", f"'{name}' is a link or lies outside the submission folder"
         if not path.is_file():
-            return None, f"the contract's file '{name}' is missing from {folder}"
-        size = path.stat().st_size
-        if size > spec.max_bytes:
-            return None, f"'{name}' is {size} bytes, over the limit of {spec.max_bytes}"
-        if size == 0:
-            return None, f"'{name}' is empty"
+            return None, "no_submission", f"the contract's file '{name}' is missing from {folder}"
         try:
-            files[name] = path.read_text(encoding="utf-8")
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as err:
+            return None, "rejected", f"'{name}' cannot be opened as a plain file: {err.strerror}"
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(spec.max_bytes + 1)
+        if len(data) > spec.max_bytes:
+            return None, "build_error", f"'{name}' is over the limit of {spec.max_bytes} bytes"
+        if not data:
+            return None, "build_error", f"'{name}' is empty"
+        try:
+            files[name] = data.decode("utf-8")
         except UnicodeDecodeError:
-            return None, f"'{name}' is not UTF-8 text"
+            return None, "build_error", f"'{name}' is not UTF-8 text"
         if "\x00" in files[name]:
-            return None, f"'{name}' holds NUL bytes: not text"
-    return Submission(files=files, source_dir=folder), ""
+            return None, "build_error", f"'{name}' holds NUL bytes: not text"
+    return Submission(files=files, source_dir=folder), "pass", ""
 
 
 def syntax_error(files: dict[str, str]) -> str | None:
@@ -173,32 +188,53 @@ def judge(
     if mode == "feedback":
         configs = "visible"
     verdicts = _Verdicts(task, device, mode)
-    submission, problem = read_submission(task, Path(submission_dir))
+    with tempfile.TemporaryDirectory(prefix="gauntlet-judge-", dir=workdir) as tmp:
+        work = Path(tmp)
+        prepared = _prepare(task, Path(submission_dir), device, work, verdicts)
+        if isinstance(prepared, Verdict):
+            return prepared
+        submission, backend, build, common = prepared
+        is_baseline = submission.files == task.baseline_files()
+        return _check(
+            task, backend, build, verdicts, device, configs, seed, mode, work, common, is_baseline
+        )
+
+
+def check_static(task: Task, submission_dir: Path | str, *, device: str = "cpu") -> Verdict:
+    """Only the first gates (contract, guards, build): what an agent's `check` tool runs.
+
+    Status `pass` means those gates passed; the later gates are recorded as not run.
+    """
+    verdicts = _Verdicts(task, device, "feedback")
+    with tempfile.TemporaryDirectory(prefix="gauntlet-check-") as tmp:
+        prepared = _prepare(task, Path(submission_dir), device, Path(tmp), verdicts)
+    if isinstance(prepared, Verdict):
+        return prepared
+    return verdicts.finish("pass", **prepared[3])
+
+
+def _prepare(
+    task: Task, folder: Path, device: str, work: Path, verdicts: _Verdicts
+) -> Verdict | tuple[Submission, Backend, BuildResult, dict[str, Any]]:
+    """Gates 1-3; the verdict where one fails, else what evaluation needs."""
+    submission, status, problem = read_submission(task, folder)
     if submission is None:
-        status: Status = "no_submission" if "missing" in problem else "build_error"
         return verdicts.stop("contract", status, problem)
     common: dict[str, Any] = {"submission_digest": digest(submission.files)}
     bad_syntax = syntax_error(submission.files)
     if bad_syntax:
         return verdicts.stop("contract", "build_error", bad_syntax, **common)
     verdicts.passed("contract")
-
     backend = backend_for(task)
     finding = backend.guard(task, submission)
     if finding:
         return verdicts.stop("guards", "rejected", finding, **common)
     verdicts.passed("guards")
-
-    with tempfile.TemporaryDirectory(prefix="gauntlet-judge-", dir=workdir) as tmp:
-        work = Path(tmp)
-        build = backend.build(task, submission, work, device)
-        if not build.ok:
-            return verdicts.stop("build", build.failure, build.reason, stderr=build.log, **common)
-        verdicts.passed("build")
-        is_baseline = submission.files == task.baseline_files()
-        return _check(
-            task, backend, build, verdicts, device, configs, seed, mode, work, common, is_baseline
-        )
+    build = backend.build(task, submission, work, device)
+    if not build.ok:
+        return verdicts.stop("build", build.failure, build.reason, stderr=build.log, **common)
+    verdicts.passed("build")
+    return submission, backend, build, common
 
 
 def _check(
