@@ -413,7 +413,7 @@ def _where(
 
 def _shorten_paths(text: str) -> str:
     # PyTorch's and CUDA's headers by their place in the package, not the machine's path.
-    return re.sub(r"(?:/[^\s:'\"()]*)?/site-packages/", "", text)
+    return re.sub(r"(?:/[^\s:'\"()]*)?/(?:site|dist)-packages/", "", text)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -713,7 +713,10 @@ def _commit(staging: Path, record: UnitRecord, folder: Path) -> UnitRecord:
             return existing
         # A broken entry (deleted files, an old format): move it aside and store ours.
         aside = folder.with_name(f"{folder.name}.stale-{uuid.uuid4().hex}")
-        os.rename(folder, aside)
+        try:
+            os.rename(folder, aside)
+        except FileNotFoundError:
+            continue  # a concurrent build moved it first
         shutil.rmtree(aside, ignore_errors=True)
     raise JudgeError(f"cannot store the CUDA build in '{folder}': another build keeps replacing it")
 
@@ -751,6 +754,7 @@ def _ensure_unit(
     timeout_s: float,
     memory_limit_bytes: int,
 ) -> _Unit:
+    """The unit from the cache, or built by a build process and stored in the cache."""
     tools = toolchain()
     key = unit_key(source.files, source.role, arch_list, tools)
     folder = _cache_root() / "units" / key
@@ -768,8 +772,30 @@ def _ensure_unit(
             "in the GPU worker",
         )
         return _Unit(_commit(staging, record, folder), folder)
-    if shutil.which("ninja", path=_with_python_bin(os.environ.get("PATH", ""))) is None:
+    try:
+        record, failure = _build_unit(
+            source, arch_list, readable, staging, timeout_s, memory_limit_bytes
+        )
+    except JudgeError:
         shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if failure != "build_error":
+        # A hang or a death says nothing lasting about the files: not cached.
+        shutil.rmtree(staging, ignore_errors=True)
+        return _Unit(record, folder, failure)
+    return _Unit(_commit(staging, record, folder), folder)
+
+
+def _build_unit(
+    source: _Source,
+    arch_list: str,
+    readable: Sequence[UnitRef],
+    staging: Path,
+    timeout_s: float,
+    memory_limit_bytes: int,
+) -> tuple[UnitRecord, Failure]:
+    """Run a build process on the unit's files; its record, and the status if it failed."""
+    if shutil.which("ninja", path=_with_python_bin(os.environ.get("PATH", ""))) is None:
         raise JudgeError(
             "cannot build CUDA submissions here: PyTorch's load_inline needs 'ninja', which is "
             "not on PATH (pip install ninja)"
@@ -793,27 +819,20 @@ def _ensure_unit(
             request, tmp, arch_list, timeout_s, memory_limit_bytes
         )
     if report is None:
-        shutil.rmtree(staging, ignore_errors=True)
-        log = _cap_bytes(
-            f"{problem}\n--- stdout ---\n{finished.stdout}\n--- stderr ---\n{finished.stderr}"
-        )
-        return _Unit(
-            UnitRecord(role=source.role, ok=False, reason=problem, log=log), folder, failure
-        )
-    for failure_report in report.failures:
-        for known in ENVIRONMENT_PROBLEMS:
-            if known in failure_report.message:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise JudgeError(
-                    f"cannot build CUDA submissions on this machine ({known}); "
-                    f"the build log said:\n{_cut(failure_report.message, 2000)}"
-                )
-    record = _record(source.role, arch_list, tools, report, finished)
+        log = f"{problem}\n--- stdout ---\n{finished.stdout}\n--- stderr ---\n{finished.stderr}"
+        return UnitRecord(role=source.role, ok=False, reason=problem, log=_cap_bytes(log)), failure
+    for failed in report.failures:
+        known = next((k for k in ENVIRONMENT_PROBLEMS if k in failed.message), None)
+        if known is not None:
+            raise JudgeError(
+                f"cannot build CUDA submissions on this machine ({known}); "
+                f"the build said:\n{_cut(failed.message, 2000)}"
+            )
+    record = _record(source.role, arch_list, toolchain(), report, finished)
     if not _complete(staging, record):
-        shutil.rmtree(staging, ignore_errors=True)
         problem = "the build process reported libraries that are not in its build folder"
-        return _Unit(UnitRecord(role=source.role, ok=False, reason=problem), folder, "crash")
-    return _Unit(_commit(staging, record, folder), folder)
+        return UnitRecord(role=source.role, ok=False, reason=problem, log=record.log), "crash"
+    return record, "build_error"
 
 
 def _record(
@@ -1034,9 +1053,10 @@ def prebuild(
     """
     from gauntlet.judge.pipeline import backend_for, read_submission, syntax_error
 
-    submission, problem = read_submission(task, Path(submission_dir))
+    submission, status, problem = read_submission(task, Path(submission_dir))
     if submission is None:
-        return BuildResult(False, reason=problem)
+        failure: Failure = "rejected" if status == "rejected" else "build_error"
+        return BuildResult(False, reason=problem, failure=failure)
     problem = syntax_error(submission.files) or backend_for(task).guard(task, submission) or ""
     if problem:
         return BuildResult(False, reason=problem, failure="rejected")
