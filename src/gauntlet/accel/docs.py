@@ -22,7 +22,16 @@ import numpy as np
 from gauntlet.accel.assembler import assemble
 from gauntlet.accel.contract import MemoryContract
 from gauntlet.accel.faults import FAULT_DOCS
-from gauntlet.accel.isa import Field, Imm, Instruction, Mem, Reg, evaluate_formula, formula_names
+from gauntlet.accel.isa import (
+    Field,
+    Imm,
+    Instruction,
+    Mem,
+    Reg,
+    RegGroup,
+    evaluate_formula,
+    formula_names,
+)
 from gauntlet.accel.machine import formula_env
 from gauntlet.accel.platform import Microbenchmark, Platform
 from gauntlet.accel.simulator import simulate
@@ -124,7 +133,7 @@ def _render(platform: Platform) -> str:
     out += _parameters(platform)
     for chapter in platform.chapters:
         out += [f"## {chapter.title}", "", chapter.markdown.rstrip(), ""]
-    out += ["## Assembly syntax", "", SYNTAX.rstrip(), ""]
+    out += ["## Assembly syntax", "", (platform.syntax or SYNTAX).rstrip(), ""]
     out += _registers(platform)
     out += [
         "## Faults",
@@ -134,7 +143,8 @@ def _render(platform: Platform) -> str:
         "| fault | meaning |",
         "| --- | --- |",
     ]
-    out += [f"| `{kind}` | {text} |" for kind, text in FAULT_DOCS.items()] + [""]
+    faults = platform.fault_docs or FAULT_DOCS
+    out += [f"| `{kind}` | {text} |" for kind, text in faults.items()] + [""]
     out += _summary(platform)
     for group in isa.groups:
         out += [f"## {group.title} instructions", "", group.description, ""]
@@ -227,7 +237,7 @@ def _use(f: Field) -> str:
     # Parameters print in upper case (their assembler symbols), operand names as they are.
     dims = " x ".join(d.upper() if d.isidentifier() and len(d) > 1 else d for d in f.shape)
     if isinstance(f.kind, Mem) and f.shape:
-        what += f": {dims} words"
+        what += f": {dims} {'elements' if isinstance(f.kind, RegGroup) else 'words'}"
     elif isinstance(f.kind, Reg) and f.shape and f.kind.file.kind == "array":
         what += f": {dims}"
     return f"{what}; {f.doc}" if f.doc and what else f.doc or what
@@ -254,8 +264,8 @@ def _microbenchmarks(platform: Platform) -> list[str]:
     out = [
         "## Cost model microbenchmarks",
         "",
-        "The cost formulas are design parameters of this simulated machine (a TPU-like "
-        "weight-stationary array, an HBM-class memory); they were not measured on silicon. "
+        "The cost formulas are design parameters of this simulated machine; they were not "
+        "measured on silicon. "
         "Each formula longer than one cycle (one-cycle costs hide behind the front end's issue "
         "rate) is pinned by a microbenchmark below: a loop whose cycles per iteration "
         f"(cycles of {second} iterations minus cycles of {first}, divided by {second - first}) "

@@ -367,6 +367,50 @@ class Mem(OperandKind):
 
 
 @dataclass(frozen=True)
+class RegGroup(Mem):
+    """A register, or a group of consecutive registers, held in an on-chip memory space.
+
+    Vector registers whose file is one array of words (so that a group of consecutive registers
+    is one contiguous operand, as with grouped vector registers) are written `v4`, but to the
+    simulator they are memory operands: the base is the hardwired-zero register of `base` and
+    the offset is the first word of the register, `index * size`. Parsing and printing use the
+    register syntax; everything else (bounds, written-ness, dependencies) is the memory's.
+    """
+
+    prefix: str = "v"
+    count: int = 32
+    size: int = 1
+    """Words per register: register i starts at word i * size of the space."""
+    title: str = "registers"
+
+    def __post_init__(self) -> None:
+        if self.base.zero is None:
+            raise ValueError(f"register group '{self.prefix}' needs a base file with a zero reg")
+
+    def parse(self, text: str, ctx: ParseContext) -> tuple[int, int]:
+        """Decode `v4` into (zero register, 4 * size)."""
+        token = text.strip()
+        match = _REGISTER.fullmatch(token)
+        if not match or match.group(1).lower() != self.prefix:
+            raise OperandError(token or "nothing", self.describe())
+        index = int(match.group(2))
+        if index >= self.count or (len(match.group(2)) > 1 and match.group(2)[0] == "0"):
+            raise OperandError(
+                token, self.describe(), f"unknown register '{token}': expected {self.describe()}"
+            )
+        assert self.base.zero is not None  # checked in __post_init__
+        return self.base.zero, index * self.size
+
+    def format(self, value: Any, labels: Mapping[int, str]) -> str:
+        """Print (zero register, 4 * size) as `v4`."""
+        return f"{self.prefix}{int(value[1]) // self.size}"
+
+    def describe(self) -> str:
+        """Which registers are accepted."""
+        return f"{self.title} {self.prefix}0..{self.prefix}{self.count - 1}"
+
+
+@dataclass(frozen=True)
 class Field:
     """One operand of an instruction: its name, kind, and how the instruction uses it."""
 
@@ -430,7 +474,7 @@ class Instruction:
 
 
 def _field_placeholder(f: Field) -> str:
-    if isinstance(f.kind, Mem):
+    if isinstance(f.kind, Mem) and not isinstance(f.kind, RegGroup):
         return f"[{f.name}]"
     return f.name
 

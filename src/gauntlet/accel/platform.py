@@ -99,6 +99,11 @@ class Platform:
     """HBM capacity: the memory contract must end below this address."""
     defaults: BaseModel | None = None
     """The parameters without overrides (set by `get_platform`)."""
+    syntax: str | None = None
+    """The manual's assembly-syntax chapter, where the platform's differs from the default."""
+    fault_docs: Mapping[str, str] | None = field(default=None, compare=False)
+    """The manual's fault table (kind -> meaning) in the platform's terms, where it differs
+    from the default `FAULT_DOCS`."""
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     """What is derived from the platform once and reused: compiled step factories (`codegen`),
     the rendered manual (`docs`)."""

@@ -1,5 +1,5 @@
 """The built-in platforms; importing this package registers each of them (`@platform`)."""
 
-from gauntlet.accel.platforms import npu
+from gauntlet.accel.platforms import npu, rvv
 
-__all__ = ["npu"]
+__all__ = ["npu", "rvv"]
