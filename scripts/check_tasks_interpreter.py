@@ -39,6 +39,7 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"rows": 5, "cols": 300, "dtype": "float32"},
         {"rows": 3, "cols": 9000, "dtype": "bfloat16"},
         {"rows": 2, "cols": 17, "dtype": "float16"},
+        {"rows": 2, "cols": 9000, "dtype": "float32"},
     ],
     "triton2triton/add_layer_norm": [
         {"rows": 6, "cols": 200, "dtype": "float32"},
@@ -85,6 +86,7 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"rows": 5, "cols": 300, "dtype": "float32"},
         {"rows": 3, "cols": 9000, "dtype": "bfloat16"},
         {"rows": 2, "cols": 17, "dtype": "float16"},
+        {"rows": 2, "cols": 9000, "dtype": "float32"},
     ],
     "torch2triton/bias_gelu_backward": [
         {"rows": 70, "cols": 300, "dtype": "float32"},
@@ -93,12 +95,40 @@ TINY: dict[str, list[dict[str, object]]] = {
     "torch2triton/cross_entropy_backward": [
         {"rows": 5, "vocab": 300, "dtype": "float32"},
         {"rows": 3, "vocab": 9000, "dtype": "bfloat16"},
+        {"rows": 2, "vocab": 9000, "dtype": "float32"},
         {"rows": 4, "vocab": 17, "dtype": "float16"},
     ],
     "torch2triton/group_norm_silu": [
         {"batch": 2, "channels": 8, "height": 5, "width": 7, "groups": 4, "dtype": "float32"},
         {"batch": 1, "channels": 6, "height": 40, "width": 50, "groups": 2, "dtype": "bfloat16"},
         {"batch": 1, "channels": 4, "height": 1, "width": 1, "groups": 1, "dtype": "float16"},
+    ],
+    "torch2triton/causal_conv1d": [
+        {"batch": 2, "dim": 3, "seqlen": 70, "width": 4, "dtype": "float32"},
+        {"batch": 1, "dim": 2, "seqlen": 1500, "width": 3, "dtype": "bfloat16"},
+        {"batch": 1, "dim": 2, "seqlen": 1, "width": 2, "dtype": "float16"},
+    ],
+    "torch2triton/causal_conv1d_backward": [
+        {"batch": 2, "dim": 3, "seqlen": 70, "width": 4, "dtype": "float32"},
+        {"batch": 2, "dim": 2, "seqlen": 2100, "width": 3, "dtype": "bfloat16"},
+        {"batch": 1, "dim": 2, "seqlen": 2, "width": 4, "dtype": "float32"},
+    ],
+    "torch2triton/linear_gelu": [
+        {"M": 40, "N": 72, "K": 48, "dtype": "float16"},
+        {"M": 33, "N": 17, "K": 70, "dtype": "float16"},
+    ],
+    "torch2triton/linear_backward": [
+        {"M": 40, "N": 72, "K": 48, "dtype": "float16"},
+        {"M": 33, "N": 17, "K": 70, "dtype": "float16"},
+        {"M": 200, "N": 40, "K": 24, "dtype": "float16"},
+    ],
+    "torch2triton/gqa_attention": [
+        {"batch": 2, "kv_heads": 2, "group": 3, "seq": 40, "head_dim": 32, "causal": True, "dtype": "float16"},
+        {"batch": 1, "kv_heads": 1, "group": 2, "seq": 150, "head_dim": 96, "causal": False, "dtype": "float16"},
+    ],
+    "torch2triton/mlp_block": [
+        {"tokens": 20, "model_dim": 48, "ffn": 80, "dtype": "float16"},
+        {"tokens": 7, "model_dim": 33, "ffn": 50, "dtype": "float16"},
     ],
 }
 

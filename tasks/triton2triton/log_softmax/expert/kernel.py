@@ -58,13 +58,13 @@ def online_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, BLOCK: tl.co
         m_new = tl.maximum(m, tl.max(x, axis=0))
         s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.exp2((x - m_new) * LOG2E), axis=0)
         m = m_new
-    shift = m + tl.log2(s) * LN2
-    # Pass 2: write x - m - log(s).
+    log_sum = tl.log2(s) * LN2
+    # Pass 2: write (x - m) - log(s); x - m is exact near the maximum, where y is near zero.
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(y_row + cols, (x - shift).to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_row + cols, ((x - m) - log_sum).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _rows_per_program(rows: int, block_n: int) -> int:
