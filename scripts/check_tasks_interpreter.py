@@ -130,6 +130,15 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"tokens": 20, "model_dim": 48, "ffn": 80, "dtype": "float16"},
         {"tokens": 7, "model_dim": 33, "ffn": 50, "dtype": "float16"},
     ],
+    "torch2triton/attention_backward": [
+        {"batch": 1, "heads": 2, "seq": 40, "head_dim": 32, "causal": True, "dtype": "float16"},
+        {"batch": 2, "heads": 1, "seq": 19, "head_dim": 64, "causal": False, "dtype": "float16"},
+        {"batch": 1, "heads": 1, "seq": 300, "head_dim": 96, "causal": True, "dtype": "float16"},
+    ],
+    "torch2triton/attention_block": [
+        {"batch": 2, "seq": 20, "heads": 2, "head_dim": 32, "dtype": "float16"},
+        {"batch": 1, "seq": 140, "heads": 3, "head_dim": 96, "dtype": "float16"},
+    ],
 }
 
 
