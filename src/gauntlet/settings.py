@@ -13,6 +13,18 @@ TASKS_DIR = Path(
 #: Where build artifacts are cached by content hash.
 CACHE_DIR = Path(os.environ.get("GAUNTLET_CACHE_DIR", Path.home() / ".cache" / "kernel-gauntlet"))
 
+#: Names of the variables read elsewhere (each module reads its own at the point of use).
+API_KEY_ENV = "OPENAI_API_KEY"
+"""The key of the OpenAI-compatible endpoint the `toolcall` agent talks to."""
+BASE_URL_ENV = "OPENAI_BASE_URL"
+SANDBOX_ENV = "GAUNTLET_SANDBOX"
+"""Default sandbox of CLI agents: none, bwrap or docker."""
+SANDBOX_NETWORK_ENV = "GAUNTLET_SANDBOX_NETWORK"
+"""Network inside the sandbox: on or off."""
+DOCKER_IMAGE_ENV = "GAUNTLET_DOCKER_IMAGE"
+WS_SOCKET_ENV = "GAUNTLET_WS_SOCKET"
+"""The feedback tools' server socket, given to `gauntlet-ws` inside a sandbox."""
+
 #: Environment variables a worker process keeps; everything else is scrubbed.
 WORKER_ENV_KEEP = (
     "PATH",

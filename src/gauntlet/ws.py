@@ -28,13 +28,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from gauntlet.settings import WS_SOCKET_ENV as SOCKET_ENV
+
 if TYPE_CHECKING:
     from gauntlet.agents.tools import Toolbox
 
 logger = logging.getLogger(__name__)
 
 #: The environment variable naming the tool server's socket.
-SOCKET_ENV = "GAUNTLET_WS_SOCKET"
+
 #: Largest request the server reads, in bytes.
 MAX_REQUEST_BYTES = 1 << 20
 EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE = 0, 1, 2

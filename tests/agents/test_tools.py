@@ -11,9 +11,10 @@ from pathlib import Path
 from gauntlet.agents.base import Budget
 from gauntlet.agents.tools import TOOLS, Toolbox, tools_for
 from gauntlet.judge import judge
+from gauntlet.settings import WS_SOCKET_ENV as SOCKET_ENV
 from gauntlet.task import Task
 from gauntlet.workspace import build_workspace
-from gauntlet.ws import SOCKET_ENV, ToolServer, call_server
+from gauntlet.ws import ToolServer, call_server
 
 GAUNTLET_WS = str(Path(sys.executable).parent / "gauntlet-ws")
 

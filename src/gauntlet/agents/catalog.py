@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from gauntlet import sandbox
+from gauntlet import sandbox, settings
 from gauntlet.agents.base import agent_names, make_agent
 from gauntlet.errors import ConfigError
 
@@ -65,6 +65,6 @@ def _usable_detail(made: object) -> str:
         kind = getattr(spec, "kind", "none")
         return f"{binary} (sandbox {kind})"
     if getattr(made, "name", "") == "toolcall":
-        key = "set" if os.environ.get("OPENAI_API_KEY") else "not set"
+        key = "set" if os.environ.get(settings.API_KEY_ENV) else "not set"
         return f"needs --model; OPENAI_API_KEY {key} (a --base-url endpoint may need no key)"
     return "built in"

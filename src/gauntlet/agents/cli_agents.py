@@ -39,15 +39,19 @@ from gauntlet.agents.llm import PriceTable
 from gauntlet.agents.options import flag, parse_options
 from gauntlet.agents.tools import Toolbox
 from gauntlet.errors import ConfigError
+from gauntlet.settings import (
+    DOCKER_IMAGE_ENV,
+    SANDBOX_ENV,
+    SANDBOX_NETWORK_ENV,
+)
+from gauntlet.settings import WS_SOCKET_ENV as SOCKET_ENV
 from gauntlet.workspace import turn_limit
-from gauntlet.ws import SOCKET_ENV, ToolServer
+from gauntlet.ws import ToolServer
 
 logger = logging.getLogger(__name__)
 
 #: Environment variables that set the default sandbox of CLI agents.
-SANDBOX_ENV = "GAUNTLET_SANDBOX"
-SANDBOX_NETWORK_ENV = "GAUNTLET_SANDBOX_NETWORK"
-DOCKER_IMAGE_ENV = "GAUNTLET_DOCKER_IMAGE"
+
 #: Environment variables every agent keeps when set (locale, proxies).
 COMMON_ENV = ("LANG", "LC_ALL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE")
 #: Largest transcript kept, in bytes; the stream is still parsed past it.

@@ -22,11 +22,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gauntlet.errors import ConfigError, GauntletError
+from gauntlet.settings import API_KEY_ENV, BASE_URL_ENV
 
 logger = logging.getLogger(__name__)
 
 #: The environment variable holding the API key.
-API_KEY_ENV = "OPENAI_API_KEY"
+
 #: Key sent to endpoints given by `--base-url` when no key is set (local servers ignore it).
 NO_KEY = "no-key"
 #: Retries after the first try of one call, and the backoff of the first retry (doubling).
@@ -205,7 +206,7 @@ class ChatClient:
 
         key = api_key or os.environ.get(API_KEY_ENV)
         if not key:
-            if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+            if base_url is None and not os.environ.get(BASE_URL_ENV):
                 raise ConfigError(
                     f"the toolcall agent needs an API key: set {API_KEY_ENV}, or point "
                     "'--base-url' at an endpoint that needs none"
