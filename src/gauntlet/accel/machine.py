@@ -141,6 +141,7 @@ class Machine:
         "dma_bytes_read",
         "dma_bytes_written",
         "loops",
+        "executed",
         "ones",
         "ones_vl",
         "env",
@@ -192,7 +193,11 @@ class Machine:
         self.horizon = [0] * len(units)
         self.busy = [0] * len(units)
         self.counts = [0] * len(units)
-        self.queues: list[deque[int]] = [deque(maxlen=max(1, u.queue_depth)) for u in units]
+        # Each queue holds the start cycles of its unit's last queue_depth instructions, and
+        # starts full of zeros (which stall nobody), so its head is always the one to wait for.
+        self.queues: list[deque[int]] = [
+            deque([0] * max(1, u.queue_depth), maxlen=max(1, u.queue_depth)) for u in units
+        ]
         # A unit has at most queue_depth + 1 instructions in flight when another unit looks;
         # older records can no longer delay anything and fall off the end.
         self.inflight: list[deque[tuple[Any, ...]]] = [
@@ -206,6 +211,8 @@ class Machine:
         self.dma_bytes_read = 0
         self.dma_bytes_written = 0
         self.loops: list[list[int]] = []
+        self.executed = 0
+        """Instructions run so far (blocks add theirs when they leave)."""
         self.hbm: list[HbmRegion] = []
         self.hbm_bases: list[int] = []
         if contract is not None:
@@ -396,7 +403,7 @@ class Machine:
         """
         t = self.t
         queue = self.queues[unit]
-        if len(queue) == queue.maxlen and queue[0] > t:
+        if queue[0] > t:
             t = self.queue_stall(queue[0], t)
             self.t = t
         start = max(t, self.free[unit])

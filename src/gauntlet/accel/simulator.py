@@ -13,10 +13,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from gauntlet.accel.assembler import Program
-from gauntlet.accel.codegen import bind
+from gauntlet.accel.codegen import MAX_BLOCK, bind
 from gauntlet.accel.contract import MemoryContract
 from gauntlet.accel.faults import Fault, FaultKind, SimFault
-from gauntlet.accel.isa import Step
 from gauntlet.accel.machine import STALL_CAUSES, Halt, Machine
 
 #: Instructions a run may execute unless the caller says otherwise.
@@ -95,38 +94,43 @@ def simulate(
     return run(machine, program, step_limit=step_limit)
 
 
-def _halt() -> int:
-    raise Halt
-
-
 def run(machine: Machine, program: Program, *, step_limit: int = DEFAULT_STEP_LIMIT) -> SimResult:
     """Run `program` on an existing machine (tests preload its SRAMs and registers)."""
-    steps: list[Step] = bind(machine, program)
-    steps.append(_halt)
+    bound = bind(machine, program)
+    # A run executes step_limit + 1 instructions before it stops at the limit. Blocks run
+    # while a whole one still fits, single instructions after that.
+    budget = step_limit + 1
+    fast = budget - MAX_BLOCK
+    steps, single = bound.steps, bound.single
     pc = 0
-    executed = 0
     fault: Fault | None = None
     with np.errstate(all="ignore"):
         try:
-            # The loop body is the whole interpreter: a step runs one instruction and returns
-            # the next program counter; the sentinel step past the end stops the run.
-            for executed in range(step_limit + 1):  # noqa: B007 - read after the loop
+            # The loop is the whole interpreter: a step runs a block and returns the next
+            # program counter; the sentinel step past the end stops the run.
+            while machine.executed <= fast:
                 pc = steps[pc]()
+            while machine.executed < budget:
+                pc = single[pc]()
             fault = _fault(
                 program,
                 "step_limit",
                 pc,
                 f"more than {step_limit} instructions executed (an endless loop?)",
             )
-            executed = step_limit
-        except Halt:
+            machine.executed = step_limit
+        except Halt as err:
+            offset = bound.unwind(err.__traceback__)
+            pc += offset
             # `halt` counts as executed; running off the end (the sentinel) does not.
-            executed += pc < len(program)
+            machine.executed += offset + (pc < len(program))
         except SimFault as err:
-            fault = _fault(program, err.kind, pc, err.message)
+            offset = bound.unwind(err.__traceback__)
+            machine.executed += offset
+            fault = _fault(program, err.kind, pc + offset, err.message)
     return SimResult(
         outputs=machine.outputs(),
-        profile=_profile(machine, executed),
+        profile=_profile(machine, machine.executed),
         fault=fault,
         unwritten=machine.unwritten_outputs(),
     )
