@@ -59,3 +59,51 @@ def test_forbidden_constructs(snippet: str, message: str) -> None:
 def test_allowed_calls_lift_a_torch_rule() -> None:
     code = OK + "\ns = torch.cuda.Stream()\n"
     assert check_python(code, "kernel.py", "triton", allowed_calls=["torch.cuda.Stream"]) == []
+
+
+CUDA_OK = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+
+SOURCE = """
+__global__ void scale_add(const float* x, const float* y, float* out, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a * x[i] + y[i];
+}
+"""
+module = load_inline(name="scale_add", cpp_sources="", cuda_sources=SOURCE, functions=[],
+                     extra_cuda_cflags=["-O3"])
+'''
+
+
+def test_a_plain_cuda_submission_passes() -> None:
+    assert check_python(CUDA_OK, "kernel.py", "cuda") == []
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message"),
+    [
+        ('X = "FILE* f = fopen(\\"/etc/passwd\\", \\"r\\");"', "file or process access"),
+        ('X = "#include <dlfcn.h>"', "an include for files"),
+        ('X = "__attribute__((constructor)) void f() {}"', "runs at load time"),
+        ('X = "cublasSgemm(handle, ...);"', "vendor library"),
+        ('X = "cudaStreamCreate(&s);"', "own streams"),
+        ('X = "PyRun_SimpleString(code);"', "Python interpreter"),
+        ('m = load_inline(name="a", cpp_sources="", extra_ldflags=["-lcublas"])', "extra_ldflags"),
+        ("import cupy\nc = cupy.matmul", "'cupy.matmul' is not allowed"),
+        ("import cupy\ns = cupy.cuda.Stream()", "'cupy.cuda.Stream' is not allowed"),
+    ],
+)
+def test_cuda_rules(snippet: str, message: str) -> None:
+    findings = check_python(CUDA_OK + "\n" + snippet + "\n", "kernel.py", "cuda")
+    assert any(message in str(f) for f in findings), findings
+
+
+def test_cupy_for_nvrtc_kernels_is_allowed() -> None:
+    code = (
+        "import cupy\nimport torch\n"
+        'k = cupy.RawKernel("extern \\"C\\" __global__ void k() {}", "k")\n'
+        "s = cupy.cuda.ExternalStream(0)\n"
+        "a = cupy.from_dlpack(torch.empty(1))\n"
+    )
+    assert check_python(code, "kernel.py", "cuda") == []

@@ -10,6 +10,7 @@ The dynamic checks in the worker (ATen dispatch watch, identity checks) back the
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -127,6 +128,52 @@ FORBIDDEN_TORCH_ATTRIBUTES = frozenset(
 )
 
 
+#: CuPy is allowed in CUDA submissions for NVRTC kernels only: these names and nothing else
+#: (its array functions would call cuBLAS, its runtime could make streams).
+ALLOWED_CUPY = frozenset(
+    {
+        "cupy.RawModule",
+        "cupy.RawKernel",
+        "cupy.from_dlpack",
+        "cupy.cuda.ExternalStream",
+        *(
+            f"cupy.{t}"
+            for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64")
+        ),
+        *(f"cupy.{t}" for t in ("uint8", "uint16", "uint32", "uint64", "bool_")),
+    }
+)
+
+#: Text inside a CUDA submission's sources (C++ and CUDA in string literals) that reaches past
+#: the kernel: files, processes, dynamic loading, interpreter access, own streams and threads,
+#: graphs, and vendor libraries that would do the task's work.
+CUDA_SOURCE_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), message)
+    for pattern, message in (
+        (r"\b(fopen|freopen|popen|system|execve?|execl|fork|open)\s*\(", "file or process access"),
+        (r"\b(dlopen|dlsym|syscall|mmap|ptrace)\b", "dynamic loading or system calls"),
+        (
+            r"#\s*include\s*<(fstream|unistd\.h|dlfcn\.h|sys/[^>]*|thread|pthread\.h|future)>",
+            "an include for files, processes or threads",
+        ),
+        (r"__attribute__\s*\(\(\s*constructor", "code that runs at load time"),
+        (
+            r"\b(PyRun_\w+|PyImport_\w+|py::module_?::import|py::exec|py::eval)\b",
+            "access to the Python interpreter",
+        ),
+        (
+            r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaGraph\w*|std::thread|std::async|"
+            r"pthread_create)\b",
+            "own streams, graphs or threads",
+        ),
+        (
+            r"\b(cublas\w*|cudnn\w*|cufft\w*|cusparse\w*|curand\w*|cutlass)\b",
+            "a vendor library that does the work",
+        ),
+    )
+)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One violation, with its place."""
@@ -159,6 +206,8 @@ def check_python(
             Finding(getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message)
         )
 
+    if language == "cuda":
+        findings += _cuda_findings(tree, extra)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = (
@@ -204,6 +253,45 @@ def check_python(
                         )
         elif isinstance(node, ast.Global | ast.Nonlocal):
             add(node, "global/nonlocal state is not allowed (results must not be cached)")
+    return findings
+
+
+def _cuda_findings(tree: ast.Module, allowed: set[str]) -> list[Finding]:
+    """Rules for CUDA submissions: their C++/CUDA text, link flags and CuPy's reach."""
+    findings: list[Finding] = []
+    aliases = _module_aliases(tree)
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for pattern, message in CUDA_SOURCE_RULES:
+                match = pattern.search(node.value)
+                if match and match.group(0).split("(")[0].strip() not in allowed:
+                    findings.append(
+                        Finding(node.lineno, node.col_offset, f"'{match.group(0)}': {message}")
+                    )
+        elif isinstance(node, ast.keyword) and node.arg in ("extra_ldflags", "extra_include_paths"):
+            findings.append(
+                Finding(
+                    getattr(node.value, "lineno", 0),
+                    0,
+                    f"'{node.arg}' is not allowed: it links or includes outside code",
+                )
+            )
+        elif (
+            isinstance(node, ast.Attribute)
+            and id(node) not in inner
+            and _root_module(node, aliases) == "cupy"
+        ):
+            dotted = "cupy." + _dotted(node).split(".", 1)[1]
+            if dotted not in ALLOWED_CUPY:
+                findings.append(
+                    Finding(
+                        node.lineno,
+                        node.col_offset,
+                        f"'{dotted}' is not allowed (CuPy is for NVRTC kernels: "
+                        f"{', '.join(sorted(n for n in ALLOWED_CUPY if n[5].isupper()))})",
+                    )
+                )
     return findings
 
 
