@@ -1,0 +1,286 @@
+"""The npu tasks: what each computes, its contract, configurations and roofline."""
+
+from __future__ import annotations
+
+from .taskfiles import ParamValue, TaskDef
+
+Config = dict[str, ParamValue]
+
+#: Row kernels: C1 small and aligned ... C5 awkward sizes on small hardware.
+ROW_VISIBLE: list[Config] = [
+    {"name": "C1", "ROWS": 64, "COLS": 256, "dtype": "float32"},
+    {"name": "C2", "ROWS": 100, "COLS": 300, "dtype": "bfloat16"},
+    {"name": "C3", "ROWS": 32, "COLS": 1024, "dtype": "float32", "hw_vlen": 64},
+    {"name": "C4", "ROWS": 128, "COLS": 96, "dtype": "bfloat16", "hw_vlen": 16, "hw_mlen": 16},
+    {
+        "name": "C5",
+        "ROWS": 97,
+        "COLS": 333,
+        "dtype": "float32",
+        "hw_vlen": 16,
+        "hw_mlen": 16,
+        "hw_vsram_words": 8192,
+    },
+]
+ROW_HIDDEN: list[Config] = [
+    {"name": "H1", "ROWS": 1, "COLS": 5, "dtype": "float32"},
+    {
+        "name": "H2",
+        "ROWS": 77,
+        "COLS": 515,
+        "dtype": "bfloat16",
+        "hw_vlen": 8,
+        "hw_mlen": 8,
+        "hw_vsram_words": 8192,
+    },
+]
+ROW_DOMAIN = {
+    "ROWS": "{ min = 1, max = 160 }",
+    "COLS": "{ min = 1, max = 700 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    "hw_vlen": "{ values = [16, 32, 64] }",
+}
+ROW_REGIONS = ["x (ROWS, COLS): input", "y (ROWS, COLS): output"]
+ROW_BASELINE = "one row at a time, each loaded, computed and stored before the next."
+ROW_BYTES = "2 * ROWS * COLS * itemsize"
+
+
+def _rows(name: str, title: str, what: str, flops: str, **extra: object) -> TaskDef:
+    fields: dict[str, object] = {
+        "name": name,
+        "title": title,
+        "level": 1,
+        "what": what,
+        "regions": ROW_REGIONS,
+        "baseline": ROW_BASELINE,
+        "visible": ROW_VISIBLE,
+        "hidden": ROW_HIDDEN,
+        "domain": ROW_DOMAIN,
+        "flops": flops,
+        "bytes": ROW_BYTES,
+    }
+    fields.update(extra)
+    return TaskDef(**fields)  # type: ignore[arg-type]
+
+
+TASKS: dict[str, TaskDef] = {
+    t.name: t
+    for t in [
+        _rows("relu", "ReLU", "Compute y = max(x, 0) elementwise.", "ROWS * COLS"),
+        _rows(
+            "silu",
+            "SiLU",
+            "Compute y = x * sigmoid(x) = x / (1 + exp(-x)) elementwise.",
+            "4 * ROWS * COLS",
+        ),
+        _rows(
+            "gelu",
+            "GELU (tanh approximation)",
+            "Compute y = 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) elementwise "
+            "(GELU in its tanh form, PyTorch's approximate='tanh').",
+            "8 * ROWS * COLS",
+        ),
+        _rows(
+            "softmax",
+            "Row softmax",
+            "Compute the softmax of each row: y[i, j] = exp(x[i, j] - max_k x[i, k]) / "
+            "sum_k exp(x[i, k] - max_k x[i, k]). Inputs include large values: subtract the "
+            "row's maximum.",
+            "5 * ROWS * COLS",
+        ),
+        _rows(
+            "layernorm",
+            "LayerNorm",
+            "Normalize each row: y = (x - mean) / sqrt(var + 1e-5) * gamma + beta, with the "
+            "mean and the biased variance of the row, gamma and beta of shape (COLS,).",
+            "8 * ROWS * COLS",
+            regions=[
+                "x (ROWS, COLS): input",
+                "gamma (COLS,): input",
+                "beta (COLS,): input",
+                "y (ROWS, COLS): output",
+            ],
+            bytes="(2 * ROWS * COLS + 2 * COLS) * itemsize",
+        ),
+        _rows(
+            "rmsnorm",
+            "RMSNorm",
+            "Normalize each row by its root mean square: y = x / sqrt(mean(x^2) + 1e-5) * w, "
+            "w of shape (COLS,).",
+            "4 * ROWS * COLS",
+            regions=["x (ROWS, COLS): input", "w (COLS,): input", "y (ROWS, COLS): output"],
+            bytes="(2 * ROWS * COLS + COLS) * itemsize",
+        ),
+    ]
+}
+
+
+MM_TOLERANCE = {"float32": (1e-4, 1e-4), "bfloat16": (1e-2, 1.6e-2)}
+MM_DISTRIBUTIONS = ["normal", "uniform"]
+MM_VISIBLE: list[Config] = [
+    {"name": "C1", "M": 64, "N": 64, "K": 64, "dtype": "float32"},
+    {"name": "C2", "M": 96, "N": 80, "K": 128, "dtype": "bfloat16"},
+    {"name": "C3", "M": 128, "N": 128, "K": 128, "dtype": "float32"},
+    {"name": "C4", "M": 50, "N": 70, "K": 90, "dtype": "bfloat16", "hw_mlen": 16},
+    {
+        "name": "C5",
+        "M": 100,
+        "N": 72,
+        "K": 130,
+        "dtype": "float32",
+        "hw_mlen": 16,
+        "hw_vlen": 16,
+        "hw_vsram_words": 16384,
+        "hw_msram_words": 8192,
+    },
+]
+MM_HIDDEN: list[Config] = [
+    {"name": "H1", "M": 1, "N": 1, "K": 1, "dtype": "float32"},
+    {"name": "H2", "M": 33, "N": 17, "K": 65, "dtype": "bfloat16", "hw_mlen": 8, "hw_vlen": 8},
+]
+MM_DOMAIN = {
+    "M": "{ min = 1, max = 128 }",
+    "N": "{ min = 1, max = 128 }",
+    "K": "{ min = 1, max = 256 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    "hw_mlen": "{ values = [16, 32] }",
+}
+MM_BASELINE = (
+    "for every output tile and every k tile it loads both operand tiles, waits, multiplies, "
+    "then stores the tile and waits."
+)
+
+
+def _mm(name: str, title: str, what: str, regions: list[str], **extra: object) -> TaskDef:
+    fields: dict[str, object] = {
+        "name": name,
+        "title": title,
+        "level": 1,
+        "what": what,
+        "regions": regions,
+        "baseline": MM_BASELINE,
+        "visible": MM_VISIBLE,
+        "hidden": MM_HIDDEN,
+        "domain": MM_DOMAIN,
+        "flops": "2 * M * N * K",
+        "bytes": "(M * K + K * N + M * N) * itemsize",
+        "distributions": MM_DISTRIBUTIONS,
+        "tolerance": MM_TOLERANCE,
+    }
+    fields.update(extra)
+    return TaskDef(**fields)  # type: ignore[arg-type]
+
+
+BMM_VISIBLE: list[Config] = [
+    {"name": "C1", "BATCH": 4, "M": 32, "N": 32, "K": 32, "dtype": "float32"},
+    {"name": "C2", "BATCH": 3, "M": 48, "N": 40, "K": 64, "dtype": "bfloat16"},
+    {"name": "C3", "BATCH": 2, "M": 64, "N": 64, "K": 128, "dtype": "float32"},
+    {"name": "C4", "BATCH": 5, "M": 20, "N": 30, "K": 40, "dtype": "bfloat16", "hw_mlen": 16},
+    {
+        "name": "C5",
+        "BATCH": 3,
+        "M": 50,
+        "N": 36,
+        "K": 70,
+        "dtype": "float32",
+        "hw_mlen": 16,
+        "hw_vlen": 16,
+        "hw_vsram_words": 16384,
+        "hw_msram_words": 8192,
+    },
+]
+GEMV_VISIBLE: list[Config] = [
+    {"name": "C1", "M": 128, "K": 128, "dtype": "float32"},
+    {"name": "C2", "M": 200, "K": 300, "dtype": "bfloat16"},
+    {"name": "C3", "M": 256, "K": 512, "dtype": "float32"},
+    {"name": "C4", "M": 77, "K": 190, "dtype": "bfloat16", "hw_mlen": 16},
+    {
+        "name": "C5",
+        "M": 333,
+        "K": 250,
+        "dtype": "float32",
+        "hw_mlen": 16,
+        "hw_vlen": 16,
+        "hw_vsram_words": 16384,
+        "hw_msram_words": 8192,
+    },
+]
+
+TASKS.update(
+    {
+        t.name: t
+        for t in [
+            _mm(
+                "gemm",
+                "GEMM",
+                "Compute the matrix product y = x @ w.",
+                ["x (M, K): input", "w (K, N): input", "y (M, N): output"],
+            ),
+            _mm(
+                "linear",
+                "Linear layer",
+                "Compute the linear layer y = x @ w^T + b, with the weight w stored (N, K) as "
+                "in PyTorch's nn.Linear and the bias b added to every row.",
+                ["x (M, K): input", "w (N, K): input", "b (N,): input", "y (M, N): output"],
+                bytes="(M * K + K * N + N + M * N) * itemsize",
+            ),
+            _mm(
+                "bmm",
+                "Batched matmul",
+                "Compute BATCH independent matrix products y[i] = x[i] @ w[i].",
+                [
+                    "x (BATCH, M, K): input",
+                    "w (BATCH, K, N): input",
+                    "y (BATCH, M, N): output",
+                ],
+                visible=BMM_VISIBLE,
+                hidden=[
+                    {"name": "H1", "BATCH": 1, "M": 1, "N": 1, "K": 1, "dtype": "float32"},
+                    {
+                        "name": "H2",
+                        "BATCH": 7,
+                        "M": 9,
+                        "N": 13,
+                        "K": 17,
+                        "dtype": "bfloat16",
+                        "hw_mlen": 8,
+                        "hw_vlen": 8,
+                    },
+                ],
+                domain={
+                    "BATCH": "{ min = 1, max = 6 }",
+                    "M": "{ min = 1, max = 64 }",
+                    "N": "{ min = 1, max = 64 }",
+                    "K": "{ min = 1, max = 128 }",
+                    "dtype": '{ values = ["float32", "bfloat16"] }',
+                    "hw_mlen": "{ values = [16, 32] }",
+                },
+                flops="2 * BATCH * M * N * K",
+                bytes="BATCH * (M * K + K * N + M * N) * itemsize",
+            ),
+            _mm(
+                "gemv",
+                "GEMV",
+                "Compute the matrix-vector product y = w @ x.",
+                ["w (M, K): input", "x (K,): input", "y (M,): output"],
+                baseline=(
+                    "for every tile of w it loads the tile, waits and multiplies; each tile of "
+                    "y is stored and waited for."
+                ),
+                visible=GEMV_VISIBLE,
+                hidden=[
+                    {"name": "H1", "M": 1, "K": 1, "dtype": "float32"},
+                    {"name": "H2", "M": 45, "K": 77, "dtype": "bfloat16", "hw_mlen": 8, "hw_vlen": 8},
+                ],
+                domain={
+                    "M": "{ min = 1, max = 400 }",
+                    "K": "{ min = 1, max = 512 }",
+                    "dtype": '{ values = ["float32", "bfloat16"] }',
+                    "hw_mlen": "{ values = [16, 32] }",
+                },
+                flops="2 * M * K",
+                bytes="(M * K + K + M) * itemsize",
+            ),
+        ]
+    }
+)

@@ -1,0 +1,22 @@
+"""Inputs and memory contract of accel/npu/rmsnorm: x (ROWS, COLS), w (COLS)."""
+
+import numpy as np
+
+from gauntlet.accel import MemoryContract
+from gauntlet.judge.asm_backend import draw_array
+
+
+def contract(config: dict) -> MemoryContract:
+    rows, cols = config["ROWS"], config["COLS"]
+    return MemoryContract.pack(
+        inputs={"x": (rows, cols), "w": (cols,)}, outputs={"y": (rows, cols)}, dtype=config["dtype"]
+    )
+
+
+def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    rows, cols, dtype = config["ROWS"], config["COLS"], config["dtype"]
+    return {
+        "x": draw_array(rng, (rows, cols), distribution, dtype),
+        "w": draw_array(rng, (cols,), "normal", dtype),
+    }

@@ -1,0 +1,8 @@
+"""Reference of accel/npu/softmax: softmax along each row (float64)."""
+
+import numpy as np
+
+
+def reference(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
