@@ -56,8 +56,24 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"tokens": 5, "topk": 3, "dim": 1500, "dtype": "bfloat16"},
     ],
     "triton2triton/conv2d": [
-        {"batch": 2, "height": 5, "width": 6, "cin": 8, "cout": 16, "kernel": 3, "dtype": "float16"},
-        {"batch": 1, "height": 4, "width": 3, "cin": 70, "cout": 130, "kernel": 1, "dtype": "float16"},
+        {
+            "batch": 2,
+            "height": 5,
+            "width": 6,
+            "cin": 8,
+            "cout": 16,
+            "kernel": 3,
+            "dtype": "float16",
+        },
+        {
+            "batch": 1,
+            "height": 4,
+            "width": 3,
+            "cin": 70,
+            "cout": 130,
+            "kernel": 1,
+            "dtype": "float16",
+        },
         {"batch": 1, "height": 6, "width": 5, "cin": 3, "cout": 5, "kernel": 5, "dtype": "float16"},
     ],
     "triton2triton/attention": [
@@ -123,8 +139,24 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"M": 200, "N": 40, "K": 24, "dtype": "float16"},
     ],
     "torch2triton/gqa_attention": [
-        {"batch": 2, "kv_heads": 2, "group": 3, "seq": 40, "head_dim": 32, "causal": True, "dtype": "float16"},
-        {"batch": 1, "kv_heads": 1, "group": 2, "seq": 150, "head_dim": 96, "causal": False, "dtype": "float16"},
+        {
+            "batch": 2,
+            "kv_heads": 2,
+            "group": 3,
+            "seq": 40,
+            "head_dim": 32,
+            "causal": True,
+            "dtype": "float16",
+        },
+        {
+            "batch": 1,
+            "kv_heads": 1,
+            "group": 2,
+            "seq": 150,
+            "head_dim": 96,
+            "causal": False,
+            "dtype": "float16",
+        },
     ],
     "torch2triton/mlp_block": [
         {"tokens": 20, "model_dim": 48, "ffn": 80, "dtype": "float16"},
