@@ -270,7 +270,14 @@ TASKS.update(
                 visible=GEMV_VISIBLE,
                 hidden=[
                     {"name": "H1", "M": 1, "K": 1, "dtype": "float32"},
-                    {"name": "H2", "M": 45, "K": 77, "dtype": "bfloat16", "hw_mlen": 8, "hw_vlen": 8},
+                    {
+                        "name": "H2",
+                        "M": 45,
+                        "K": 77,
+                        "dtype": "bfloat16",
+                        "hw_mlen": 8,
+                        "hw_vlen": 8,
+                    },
                 ],
                 domain={
                     "M": "{ min = 1, max = 400 }",

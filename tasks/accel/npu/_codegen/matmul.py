@@ -126,12 +126,15 @@ def baseline_gemm(a: Asm, g: Gemm) -> None:
             if g.bias:
                 a("addai a15, a15, MLEN * itemsize")
             a("sub r8, r8, r9")
-        a(f"addai a8, a8, MLEN * ({g.lda}) * itemsize", f"addai a10, a10, MLEN * ({g.ldc}) * itemsize")
+        a(
+            f"addai a8, a8, MLEN * ({g.lda}) * itemsize",
+            f"addai a10, a10, MLEN * ({g.ldc}) * itemsize",
+        )
         a("sub r6, r6, r7")
 
 
 def expert_layout(a: Asm, g: Gemm, vsram_base: str = "0", msram_base: str = "0") -> None:
-    """SRAM symbols of the expert product: two A panels, two C tiles, two bias tiles, two B panels."""
+    """SRAM symbols of the expert product: A panels, C tiles and bias tiles, B panels (two each)."""
     p = g.name
     _equs(a, g)
     a.equ(f"{p}_AP0", vsram_base)

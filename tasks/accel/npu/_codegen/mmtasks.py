@@ -31,7 +31,7 @@ def _program(title: str, what: str, regions: str, body: Callable[[Asm], None]) -
 
 
 def gemm() -> tuple[str, str]:
-    """y (M, N) = x (M, K) @ w (K, N)."""
+    """Y (M, N) = x (M, K) @ w (K, N)."""
     title = "y = x @ w for x (M, K), w (K, N)"
     setup = "la a4, x;la a5, w;la a6, y"
     return (
@@ -46,7 +46,7 @@ def gemm() -> tuple[str, str]:
 
 
 def linear() -> tuple[str, str]:
-    """y (M, N) = x (M, K) @ w (N, K)^T + b (N,)."""
+    """Y (M, N) = x (M, K) @ w (N, K)^T + b (N,)."""
     title = "y = x @ w^T + b for x (M, K), w (N, K), b (N)"
     setup = "la a4, x;la a5, w;la a6, y;la a7, b"
     return (
@@ -85,7 +85,7 @@ def bmm() -> tuple[str, str]:
 
 
 def gemv() -> tuple[str, str]:
-    """y (M,) = w (M, K) @ x (K,)."""
+    """Y (M,) = w (M, K) @ x (K,)."""
     title = "y = w @ x for w (M, K), x (K)"
     setup = "la a4, w;la a5, x;la a6, y"
     return (

@@ -123,7 +123,10 @@ def baseline(k: RowKernel) -> str:
         a("dwait 0")
         k.baseline(a, block)
         for j, op in enumerate(k.outs):
-            a(f"li r24, {_stride(k, op)}", f"dstv [a{12 + j}], [r0 + OUT_{j}], r1, r23, r24, r25, 1")
+            a(
+                f"li r24, {_stride(k, op)}",
+                f"dstv [a{12 + j}], [r0 + OUT_{j}], r1, r23, r24, r25, 1",
+            )
         a("dwait 1")
         for i, op in enumerate(k.ins):
             a(f"addai a{8 + i}, a{8 + i}, {_stride(k, op)}")

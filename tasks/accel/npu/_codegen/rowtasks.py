@@ -36,13 +36,13 @@ def relu(a: Asm, d: str, s: str, t: str) -> None:
 
 
 def silu(a: Asm, d: str, s: str, t: str) -> None:
-    """x * sigmoid(x) = x / (1 + exp(-x)); exp overflow gives 1/inf = 0, the right limit."""
+    """X * sigmoid(x) = x / (1 + exp(-x)); exp overflow gives 1/inf = 0, the right limit."""
     a(f"vmuls {t}, {s}, f2", f"vexp {t}, {t}", f"vadds {t}, {t}, f1")
     a(f"vrecip {t}, {t}", f"vmul {d}, {s}, {t}")
 
 
 def gelu(a: Asm, d: str, s: str, t: str) -> None:
-    """x * sigmoid(2k(x + 0.044715 x^3)), with f5 = -G3 and f6 = -G1 (so exp gets -u)."""
+    """X * sigmoid(2k(x + 0.044715 x^3)), with f5 = -G3 and f6 = -G1 (so exp gets -u)."""
     a(f"vmul {t}, {s}, {s}", f"vmuls {t}, {t}, f5", f"vadds {t}, {t}, f6", f"vmul {t}, {t}, {s}")
     a(f"vexp {t}, {t}", f"vadds {t}, {t}, f1", f"vrecip {t}, {t}", f"vmul {d}, {s}, {t}")
 
@@ -51,7 +51,7 @@ GELU_CONSTANTS = {"f5": f"-{GELU_G3!r}", "f6": f"-{GELU_G1!r}"}
 
 
 def pointwise_kernel(title: str, op: Pointwise, constants: dict[str, str]) -> RowKernel:
-    """y = op(x) elementwise."""
+    """Y = op(x) elementwise."""
 
     def base(a: Asm, block: Block) -> None:
         def row(p: list[str]) -> None:
@@ -76,13 +76,15 @@ def pointwise_kernel(title: str, op: Pointwise, constants: dict[str, str]) -> Ro
 
 
 def softmax_kernel() -> RowKernel:
-    """y = softmax(x) along each row, max-subtracted."""
+    """Y = softmax(x) along each row, max-subtracted."""
 
     def base(a: Asm, block: Block) -> None:
         def row(p: list[str]) -> None:
             src, dst = p
             row_reduce_scalar(a, src, "vredmax", "f10", "-inf")
-            each_strip(a, [src, dst], lambda s: a(f"vsubs {s[1]}, {s[0]}, f10", f"vexp {s[1]}, {s[1]}"))
+            each_strip(
+                a, [src, dst], lambda s: a(f"vsubs {s[1]}, {s[0]}, f10", f"vexp {s[1]}, {s[1]}")
+            )
             row_reduce_scalar(a, dst, "vredsum", "f11", "0.0")
             a("fdiv f12, f1, f11")
             each_strip(a, [dst], lambda s: a(f"vmuls {s[0]}, {s[0]}, f12"))
@@ -122,7 +124,7 @@ def softmax_kernel() -> RowKernel:
 
 
 def layernorm_kernel() -> RowKernel:
-    """y = (x - mean) / sqrt(var + EPS) * gamma + beta per row (biased variance)."""
+    """Y = (x - mean) / sqrt(var + EPS) * gamma + beta per row (biased variance)."""
     consts = {"f7": "1e-5", "f8": "1 / COLS"}
 
     def normalize(a: Asm, dst: str) -> None:
@@ -130,7 +132,9 @@ def layernorm_kernel() -> RowKernel:
             a,
             [dst, "VEC_0", "VEC_1"],
             lambda s: a(
-                f"vmuls {s[0]}, {s[0]}, f12", f"vmul {s[0]}, {s[0]}, {s[1]}", f"vadd {s[0]}, {s[0]}, {s[2]}"
+                f"vmuls {s[0]}, {s[0]}, f12",
+                f"vmul {s[0]}, {s[0]}, {s[1]}",
+                f"vadd {s[0]}, {s[0]}, {s[2]}",
             ),
         )
 
@@ -144,7 +148,11 @@ def layernorm_kernel() -> RowKernel:
             each_strip(
                 a,
                 [dst],
-                lambda s: a(f"vmul [r0 + T_0], {s[0]}, {s[0]}", "vredsum f3, [r0 + T_0]", "fadd f11, f11, f3"),
+                lambda s: a(
+                    f"vmul [r0 + T_0], {s[0]}, {s[0]}",
+                    "vredsum f3, [r0 + T_0]",
+                    "fadd f11, f11, f3",
+                ),
             )
             a("fmul f11, f11, f8", "fadd f11, f11, f7", "fsqrt f11, f11", "fdiv f12, f1, f11")
             normalize(a, dst)
@@ -159,7 +167,9 @@ def layernorm_kernel() -> RowKernel:
             a("setvl r23", "vredsum f10, [r0 + T_0]", "fmul f10, f10, f8")
             vector_accumulate(a, "T_1", "0.0")
             each_strip(
-                a, [src, dst], lambda s: a(f"vsubs {s[1]}, {s[0]}, f10", f"vfma [r0 + T_1], {s[1]}, {s[1]}")
+                a,
+                [src, dst],
+                lambda s: a(f"vsubs {s[1]}, {s[0]}, f10", f"vfma [r0 + T_1], {s[1]}, {s[1]}"),
             )
             a("setvl r23", "vredsum f11, [r0 + T_1]")
             a("fmul f11, f11, f8", "fadd f11, f11, f7", "fsqrt f11, f11", "fdiv f12, f1, f11")
@@ -181,11 +191,15 @@ def layernorm_kernel() -> RowKernel:
 
 
 def rmsnorm_kernel() -> RowKernel:
-    """y = x / sqrt(mean(x^2) + EPS) * w per row."""
+    """Y = x / sqrt(mean(x^2) + EPS) * w per row."""
     consts = {"f7": "1e-5", "f8": "1 / COLS"}
 
     def scale(a: Asm, src: str, dst: str) -> None:
-        each_strip(a, [src, dst, "VEC_0"], lambda s: a(f"vmuls {s[1]}, {s[0]}, f12", f"vmul {s[1]}, {s[1]}, {s[2]}"))
+        each_strip(
+            a,
+            [src, dst, "VEC_0"],
+            lambda s: a(f"vmuls {s[1]}, {s[0]}, f12", f"vmul {s[1]}, {s[1]}, {s[2]}"),
+        )
 
     def rstd(a: Asm) -> None:
         a("fmul f11, f11, f8", "fadd f11, f11, f7", "fsqrt f11, f11", "fdiv f12, f1, f11")
@@ -197,7 +211,11 @@ def rmsnorm_kernel() -> RowKernel:
             each_strip(
                 a,
                 [src],
-                lambda s: a(f"vmul [r0 + T_0], {s[0]}, {s[0]}", "vredsum f3, [r0 + T_0]", "fadd f11, f11, f3"),
+                lambda s: a(
+                    f"vmul [r0 + T_0], {s[0]}, {s[0]}",
+                    "vredsum f3, [r0 + T_0]",
+                    "fadd f11, f11, f3",
+                ),
             )
             rstd(a)
             scale(a, src, dst)
