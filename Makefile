@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 # TORCH_INDEX at PyTorch's CPU wheel index (pip's --index-url) if PyPI offers only CUDA builds.
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
-RUN_OUT ?= runs/make-run
+RUN_STAMP := $(shell date -u +%Y%m%d-%H%M%S)
+RUN_OUT ?= runs/$(RUN_STAMP)
 PYTEST_ARGS ?=
 
 .PHONY: run test lint manual clean
@@ -19,8 +20,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
+# Every task the devices here can run, with the built-in agents that need no model or key.
 run: $(VENV)/.installed
-	$(VENV)/bin/gauntlet run --out $(RUN_OUT)
+	$(VENV)/bin/gauntlet run --out $(RUN_OUT) --parallel 2
 	$(VENV)/bin/gauntlet report $(RUN_OUT)
 
 test: $(VENV)/.installed
