@@ -30,6 +30,9 @@ test: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
+manual: $(VENV)/.installed
+	$(PY) -m gauntlet.accel --write
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
