@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.accel_programs import Case, random_program, run_digest
 
 from gauntlet.accel import codegen
+from tests.support.accel_programs import Case, random_program, run_digest
 
 GOLDEN: dict[str, dict[str, Any]] = json.loads(
     (Path(__file__).parent / "golden" / "simulator_runs.json").read_text(encoding="utf-8")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import typer
-from tests.support.fake_openai import FakeOpenAI, expect, tool_call
 from typer.testing import CliRunner
 
 from gauntlet._cli import agents as agents_cli
@@ -15,6 +14,7 @@ from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import UnknownNameError
 from gauntlet.runner import Job, RunConfig, run_attempt
 from gauntlet.store import RunInfo, RunStore, now
+from tests.support.fake_openai import FakeOpenAI, expect, tool_call
 
 FAKES = Path(__file__).resolve().parents[1] / "support" / "fake_cli"
 

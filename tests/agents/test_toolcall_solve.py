@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.support.fake_openai import FakeOpenAI, expect, tool_call
 
 from gauntlet.agents.base import AgentContext, Budget, ModelSettings
 from gauntlet.agents.toolcall import ToolCallAgent
@@ -20,6 +19,7 @@ from gauntlet.agents.transcript import ToolRan, read_event
 from gauntlet.judge import judge
 from gauntlet.task import Task, load_task
 from gauntlet.workspace import build_workspace, workspace_changes
+from tests.support.fake_openai import FakeOpenAI, expect, tool_call
 
 REPO = Path(__file__).resolve().parents[2]
 BROKEN = {"triton": "\n\ndef broken(:\n    pass\n", "asm": "\nthis_is_not_an_instruction r99, #\n"}

@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.support.fixtures import SCALE_ADD
 
 from gauntlet.judge import judge
+from tests.support.fixtures import SCALE_ADD
 
 CORPUS = Path(__file__).parents[1] / "judge" / "corpus"
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
 
 from gauntlet import process, settings
 from gauntlet.errors import ConfigError
@@ -40,6 +39,7 @@ from gauntlet.judge.cuda_build import (
     unit_key,
 )
 from gauntlet.task import Task, load_task
+from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
 
 TASK_DIR = TASKS / "cuda2cuda" / "scale_add_cuda"
 VARIANTS = TASK_DIR / "variants"

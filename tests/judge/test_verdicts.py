@@ -11,10 +11,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.support.fixtures import SCALE_ADD, with_spec
 
 from gauntlet.judge import judge
 from gauntlet.task import Task
+from tests.support.fixtures import SCALE_ADD, with_spec
 
 CORPUS = Path(__file__).parent / "corpus"
 CASES = sorted(CORPUS.glob("*.py"))

@@ -3,9 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.rundirs import FAST_BOOTSTRAP, sample_run
 
 from gauntlet.report import write_report
+from tests.support.rundirs import FAST_BOOTSTRAP, sample_run
 
 
 @pytest.fixture(scope="session")

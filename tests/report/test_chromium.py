@@ -6,13 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.report.chromium import PageLoad, ink_fraction, load, require_chromium
-from tests.report.dom import DISPLAY_TOLERANCE, displayed, find, number_cells, value_cell
-from tests.support.rundirs import FAST_BOOTSTRAP
 
 from gauntlet.report import leaderboard
 from gauntlet.report.page import asset
 from gauntlet.score import METRIC_BY_KEY, METRICS, score_run
+from tests.report.chromium import PageLoad, ink_fraction, load, require_chromium
+from tests.report.dom import DISPLAY_TOLERANCE, displayed, find, number_cells, value_cell
+from tests.support.rundirs import FAST_BOOTSTRAP
 
 
 @pytest.fixture(autouse=True)

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 import typer
-from tests.support.rundirs import RunBuilder
 from typer.testing import CliRunner
 
 from gauntlet._cli.output import out
 from gauntlet._cli.report import register
 from gauntlet.errors import ConfigError
+from tests.support.rundirs import RunBuilder
 
 
 @pytest.fixture

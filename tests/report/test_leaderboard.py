@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.report.dom import find, number_cells
-from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, geomean
 
 from gauntlet.errors import ConfigError, RecordError
 from gauntlet.report import LEADERBOARD_KEYS, leaderboard
+from tests.report.dom import find, number_cells
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, geomean
 
 TASKS = ["t/1", "t/2", "t/3", "t/4"]
 

@@ -6,13 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.report.dom import number_cells, value_cell
-from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
 
 from gauntlet.errors import RecordError
 from gauntlet.report import render_report, write_report
 from gauntlet.report.attempts import TRANSCRIPT_LIMIT_CHARS
 from gauntlet.score import score_run
+from tests.report.dom import number_cells, value_cell
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
 
 
 def test_report_is_self_contained(sample_report: tuple[Path, Path]) -> None:

@@ -6,10 +6,10 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, sample_run
 
 from gauntlet.compare import compare_runs
 from gauntlet.errors import ConfigError, UnknownNameError
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, sample_run
 
 FAST = FAST_BOOTSTRAP
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, geomean, sample_run
 
 from gauntlet.agents.base import Usage
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
@@ -20,6 +19,7 @@ from gauntlet.score import (
     not_timed,
     score_run,
 )
+from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder, geomean, sample_run
 
 FAST = FAST_BOOTSTRAP
 
