@@ -46,7 +46,8 @@ def cv(values: list[float]) -> float:
 
 def repeatability(task: str, repeats: int, env: dict[str, str]) -> dict:
     root = ROOT / "tasks" / task if (ROOT / "tasks" / task).is_dir() else FIXTURES / task
-    runs = [eval_json(str(root), root / "expert", seed=1, configs="visible", env=env) for _ in range(repeats)]
+    name = task if root.is_relative_to(ROOT / "tasks") else str(root)
+    runs = [eval_json(name, root / "expert", seed=1, configs="visible", env=env) for _ in range(repeats)]
     speedups = [r["speedup"] for r in runs]
     per_config = {}
     for result in runs[0]["configs"]:
@@ -95,8 +96,8 @@ def judge_cost(tasks: list[str], env: dict[str, str]) -> list[dict]:
         root = ROOT / "tasks" / task
         with tempfile.TemporaryDirectory() as cache:
             cold_env = {**env, "GAUNTLET_CACHE_DIR": cache}
-            cold = eval_json(str(root), root / "expert", seed=2, configs="all", env=cold_env)
-            warm = eval_json(str(root), root / "expert", seed=3, configs="all", env=cold_env)
+            cold = eval_json(task, root / "expert", seed=2, configs="all", env=cold_env)
+            warm = eval_json(task, root / "expert", seed=3, configs="all", env=cold_env)
         rows.append({
             "task": task,
             "status": [cold["status"], warm["status"]],
@@ -147,14 +148,23 @@ def main() -> int:
     parts = args.parts.split(",")
     tasks = [t for t in args.tasks.split(",") if (ROOT / "tasks" / t / "task.toml").is_file()]
     evidence = {"repeatability": [], "exploits": [], "cost": []}
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        # After every part, so a run cut short by a time limit keeps what it measured.
+        (args.out / "evidence.json").write_text(json.dumps(evidence, indent=1))
+
     if "repeatability" in parts:
-        evidence["repeatability"] = [repeatability(t, args.repeats, env) for t in (args.expert, args.small)]
+        for task in (args.small, args.expert):
+            evidence["repeatability"].append(repeatability(task, args.repeats, env))
+            save()
     if "exploits" in parts:
         evidence["exploits"] = exploit_table(env)
+        save()
     if "cost" in parts:
-        evidence["cost"] = judge_cost(tasks, env)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "evidence.json").write_text(json.dumps(evidence, indent=1))
+        for task in tasks:
+            evidence["cost"] += judge_cost([task], env)
+            save()
     text = markdown(evidence)
     (args.out / "evidence.md").write_text(text)
     print(text)

@@ -87,3 +87,16 @@ def test_tasks_check_passes_the_fixture() -> None:
 def test_devices_lists_the_cpu() -> None:
     done = gauntlet("devices")
     assert done.returncode == 0 and "cpu" in done.stdout
+
+
+def test_eval_takes_a_task_folder_by_absolute_path() -> None:
+    done = gauntlet(
+        "eval",
+        str(SCALE_ADD_DIR.resolve()),
+        str(SCALE_ADD_DIR / "expert" / "kernel.py"),
+        "--configs",
+        "visible",
+        "--seed",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr

@@ -45,10 +45,10 @@ def suites(root: Path | None = None) -> dict[str, list[str]]:
 def load_by_id(task_id: str, root: Path | None = None) -> Task:
     """Load one task by id, or from a folder path."""
     base = root or tasks_root()
-    folder = base / task_id
-    if (folder / "task.toml").is_file():
-        return load_task(folder, expected_id=task_id)
     as_path = Path(task_id)
+    folder = base / task_id
+    if not as_path.is_absolute() and (folder / "task.toml").is_file():
+        return load_task(folder, expected_id=task_id)
     if (as_path / "task.toml").is_file():
         return load_task(as_path)
     raise UnknownNameError("task", task_id, task_ids(base), "see 'gauntlet tasks'")
