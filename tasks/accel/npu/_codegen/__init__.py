@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import mmtasks, rows, rowtasks
+from . import convtasks, mmtasks, rows, rowtasks
 
 #: Task folder name -> (baseline source, expert source).
 GENERATORS: dict[str, Callable[[], tuple[str, str]]] = {}
@@ -27,6 +27,7 @@ def _row_task(name: str) -> Callable[[], tuple[str, str]]:
 for _name in rowtasks.KERNELS:
     GENERATORS[_name] = _row_task(_name)
 GENERATORS.update(mmtasks.GENERATORS)
+GENERATORS.update(convtasks.GENERATORS)
 
 
 def generate(name: str) -> tuple[str, str]:

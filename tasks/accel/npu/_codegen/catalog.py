@@ -291,3 +291,156 @@ TASKS.update(
         ]
     }
 )
+
+
+CONV_VISIBLE: list[Config] = [
+    {"name": "C1", "H": 10, "W": 34, "CI": 16, "CO": 32, "KH": 3, "KW": 3, "dtype": "float32"},
+    {"name": "C2", "H": 12, "W": 20, "CI": 24, "CO": 40, "KH": 3, "KW": 3, "dtype": "bfloat16"},
+    {"name": "C3", "H": 6, "W": 66, "CI": 32, "CO": 64, "KH": 3, "KW": 3, "dtype": "float32"},
+    {
+        "name": "C4",
+        "H": 11,
+        "W": 13,
+        "CI": 8,
+        "CO": 20,
+        "KH": 5,
+        "KW": 5,
+        "dtype": "bfloat16",
+        "hw_mlen": 16,
+    },
+    {
+        "name": "C5",
+        "H": 9,
+        "W": 23,
+        "CI": 12,
+        "CO": 36,
+        "KH": 3,
+        "KW": 2,
+        "dtype": "float32",
+        "hw_mlen": 16,
+        "hw_vlen": 16,
+        "hw_vsram_words": 16384,
+        "hw_msram_words": 8192,
+    },
+]
+CONV_HIDDEN: list[Config] = [
+    {"name": "H1", "H": 1, "W": 1, "CI": 1, "CO": 1, "KH": 1, "KW": 1, "dtype": "float32"},
+    {
+        "name": "H2",
+        "H": 7,
+        "W": 13,
+        "CI": 5,
+        "CO": 7,
+        "KH": 3,
+        "KW": 2,
+        "dtype": "bfloat16",
+        "hw_mlen": 8,
+        "hw_vlen": 8,
+    },
+]
+CONV_DOMAIN = {
+    "H": "{ min = 3, max = 12 }",
+    "W": "{ min = 3, max = 40 }",
+    "CI": "{ min = 1, max = 32 }",
+    "CO": "{ min = 1, max = 48 }",
+    "KH": "{ min = 1, max = 3 }",
+    "KW": "{ min = 1, max = 3 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    "hw_mlen": "{ values = [16, 32] }",
+}
+CONV_OUT = "(H - KH + 1) * (W - KW + 1)"
+
+TASKS["conv2d"] = _mm(
+    "conv2d",
+    "Conv2d (NHWC)",
+    "Compute the 2-d convolution (cross-correlation, stride 1, no padding) of the image x "
+    "(H, W, CI), channels last, with the filters w (KH, KW, CI, CO): y[oh, ow, o] = "
+    "sum_{kh, kw, c} x[oh + kh, ow + kw, c] * w[kh, kw, c, o], with OH = H - KH + 1 and "
+    "OW = W - KW + 1 (define them with .equ). No im2col buffer is given: gather the windows "
+    "with strided DMA.",
+    ["x (H, W, CI): input", "w (KH, KW, CI, CO): input", "y (OH, OW, CO): output"],
+    baseline=(
+        "per output row, per output tile and per kernel row it gathers the window tiles with "
+        "strided DMA, loads the filter tiles, waits and multiplies, tile by tile; then stores "
+        "the tile and waits."
+    ),
+    visible=CONV_VISIBLE,
+    hidden=CONV_HIDDEN,
+    domain=CONV_DOMAIN,
+    constraint="KH <= H and KW <= W",
+    flops=f"2 * {CONV_OUT} * CO * KH * KW * CI",
+    bytes=f"(H * W * CI + KH * KW * CI * CO + {CONV_OUT} * CO) * itemsize",
+)
+
+DW_VISIBLE: list[Config] = [
+    {"name": "C1", "H": 10, "W": 34, "C": 32, "KH": 3, "KW": 3, "dtype": "float32"},
+    {"name": "C2", "H": 12, "W": 20, "C": 48, "KH": 3, "KW": 3, "dtype": "bfloat16"},
+    {"name": "C3", "H": 8, "W": 40, "C": 128, "KH": 3, "KW": 3, "dtype": "float32", "hw_vlen": 64},
+    {
+        "name": "C4",
+        "H": 9,
+        "W": 16,
+        "C": 24,
+        "KH": 5,
+        "KW": 5,
+        "dtype": "bfloat16",
+        "hw_vlen": 16,
+        "hw_mlen": 16,
+    },
+    {
+        "name": "C5",
+        "H": 11,
+        "W": 17,
+        "C": 37,
+        "KH": 3,
+        "KW": 2,
+        "dtype": "float32",
+        "hw_vlen": 16,
+        "hw_mlen": 16,
+        "hw_vsram_words": 8192,
+    },
+]
+DW_HIDDEN: list[Config] = [
+    {"name": "H1", "H": 1, "W": 1, "C": 1, "KH": 1, "KW": 1, "dtype": "float32"},
+    {
+        "name": "H2",
+        "H": 7,
+        "W": 13,
+        "C": 5,
+        "KH": 3,
+        "KW": 2,
+        "dtype": "bfloat16",
+        "hw_vlen": 8,
+        "hw_mlen": 8,
+        "hw_vsram_words": 8192,
+    },
+]
+
+TASKS["depthwise_conv"] = TaskDef(
+    name="depthwise_conv",
+    title="Depthwise conv2d (NHWC)",
+    level=1,
+    what="Compute the depthwise 2-d convolution (stride 1, no padding) of the image x (H, W, C), "
+    "channels last, with one KH x KW filter per channel w (KH, KW, C): y[oh, ow, c] = "
+    "sum_{kh, kw} x[oh + kh, ow + kw, c] * w[kh, kw, c], with OH = H - KH + 1 and "
+    "OW = W - KW + 1 (define them with .equ). Gather the windows with strided DMA.",
+    regions=["x (H, W, C): input", "w (KH, KW, C): input", "y (OH, OW, C): output"],
+    baseline="per output row and per tap it gathers the tap's window with strided DMA, waits, "
+    "then multiplies and adds pixel by pixel; each output row is stored and waited for.",
+    visible=DW_VISIBLE,
+    hidden=DW_HIDDEN,
+    domain={
+        "H": "{ min = 3, max = 12 }",
+        "W": "{ min = 3, max = 40 }",
+        "C": "{ min = 1, max = 96 }",
+        "KH": "{ min = 1, max = 3 }",
+        "KW": "{ min = 1, max = 3 }",
+        "dtype": '{ values = ["float32", "bfloat16"] }',
+        "hw_vlen": "{ values = [16, 32, 64] }",
+    },
+    constraint="KH <= H and KW <= W",
+    flops=f"2 * {CONV_OUT} * C * KH * KW",
+    bytes=f"(H * W * C + KH * KW * C + {CONV_OUT} * C) * itemsize",
+    distributions=MM_DISTRIBUTIONS,
+    tolerance=MM_TOLERANCE,
+)

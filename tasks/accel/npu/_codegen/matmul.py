@@ -19,6 +19,7 @@ once (`mzero`/`mst`, `dcpy`) so nothing is read before it is written.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from .asm import Asm
@@ -48,6 +49,20 @@ class Gemm:
     b_step: str = "0"
     c_step: str = "0"
     """Elements from one product's A, B, C to the next one's."""
+    asz: str = "itemsize"
+    bsz: str = "itemsize"
+    csz: str = "itemsize"
+    """Bytes per element of A, B (and bias), C: a float32 scratch operand in a bf16 task."""
+    kgroups: str = "1"
+    """The k dimension is `kgroups` segments of `k` each (conv taps: one per kernel row)."""
+    a_kstep: str = "0"
+    b_kstep: str = "0"
+    """Elements from one k segment's A, B to the next one's (kgroups > 1 uses a1, a2)."""
+
+
+def _groups(a: Asm, g: Gemm) -> AbstractContextManager[None]:
+    """The loop over k segments (none for a plain product)."""
+    return a.loop(g.kgroups) if g.kgroups != "1" else nullcontext()
 
 
 def _equs(a: Asm, g: Gemm) -> None:
@@ -55,14 +70,15 @@ def _equs(a: Asm, g: Gemm) -> None:
     a.equ(f"{p}_KT", f"cdiv({g.k}, MLEN)")
     a.equ(f"{p}_MT", f"cdiv({g.m}, MLEN)")
     a.equ(f"{p}_NT", f"cdiv({g.n}, MLEN)")
+    a.equ(f"{p}_KP", f"({g.kgroups}) * {p}_KT")
 
 
 def _constants(a: Asm, g: Gemm) -> None:
     a(
         "li r1, MLEN",
-        f"li r2, ({g.lda}) * itemsize",
-        f"li r3, ({g.ldb}) * itemsize",
-        f"li r4, ({g.ldc}) * itemsize",
+        f"li r2, ({g.lda}) * {g.asz}",
+        f"li r3, ({g.ldb}) * {g.bsz}",
+        f"li r4, ({g.ldc}) * {g.csz}",
         "li r5, MLEN",
     )
 
@@ -101,34 +117,42 @@ def baseline_gemm(a: Asm, g: Gemm) -> None:
                 a(f"mld acc0, [r0 + {p}_BI]")
             else:
                 a("mzero acc0")
-            a(f"li r10, {g.k}", "mova a12, a8", "mova a13, a9")
-            with a.loop(f"{p}_KT"):
-                a("min r11, r10, r1", f"dldv [r0 + {p}_AT], [a12], r7, r11, r2, r5, 0")
-                if g.trans_b:
-                    a(f"dldm [r0 + {p}_BT], [a13], r9, r11, r3, r5, 0", "dwait 0")
-                    a(f"mmt acc0, [r0 + {p}_AT], [r0 + {p}_BT]")
-                    a("addai a13, a13, MLEN * itemsize")
-                else:
-                    a(f"dldm [r0 + {p}_BT], [a13], r11, r9, r3, r5, 0", "dwait 0")
-                    a(f"mm acc0, [r0 + {p}_AT], [r0 + {p}_BT]")
-                    a(f"addai a13, a13, MLEN * ({g.ldb}) * itemsize")
-                a("addai a12, a12, MLEN * itemsize", "sub r10, r10, r11")
+            grouped = g.kgroups != "1"
+            if grouped:
+                a("mova a1, a8", "mova a2, a9")
+            with _groups(a, g):
+                a(f"li r10, {g.k}")
+                a("mova a12, a1", "mova a13, a2") if grouped else a("mova a12, a8", "mova a13, a9")
+                with a.loop(f"{p}_KT"):
+                    a("min r11, r10, r1", f"dldv [r0 + {p}_AT], [a12], r7, r11, r2, r5, 0")
+                    if g.trans_b:
+                        a(f"dldm [r0 + {p}_BT], [a13], r9, r11, r3, r5, 0", "dwait 0")
+                        a(f"mmt acc0, [r0 + {p}_AT], [r0 + {p}_BT]")
+                        a(f"addai a13, a13, MLEN * {g.bsz}")
+                    else:
+                        a(f"dldm [r0 + {p}_BT], [a13], r11, r9, r3, r5, 0", "dwait 0")
+                        a(f"mm acc0, [r0 + {p}_AT], [r0 + {p}_BT]")
+                        a(f"addai a13, a13, MLEN * ({g.ldb}) * {g.bsz}")
+                    a(f"addai a12, a12, MLEN * {g.asz}", "sub r10, r10, r11")
+                if grouped:
+                    a(f"addai a1, a1, ({g.a_kstep}) * {g.asz}")
+                    a(f"addai a2, a2, ({g.b_kstep}) * {g.bsz}")
             a(f"mst [r0 + {p}_CT], acc0")
             if g.epilogue is not None:
                 a(f"li r29, {p}_CT")
                 g.epilogue(a, "r29")
             a(f"dstv [a11], [r0 + {p}_CT], r7, r9, r4, r5, 1", "dwait 1")
-            a("addai a11, a11, MLEN * itemsize")
+            a(f"addai a11, a11, MLEN * {g.csz}")
             if g.trans_b:
-                a(f"addai a9, a9, MLEN * ({g.ldb}) * itemsize")
+                a(f"addai a9, a9, MLEN * ({g.ldb}) * {g.bsz}")
             else:
-                a("addai a9, a9, MLEN * itemsize")
+                a(f"addai a9, a9, MLEN * {g.bsz}")
             if g.bias:
                 a("addai a15, a15, MLEN * itemsize")
             a("sub r8, r8, r9")
         a(
-            f"addai a8, a8, MLEN * ({g.lda}) * itemsize",
-            f"addai a10, a10, MLEN * ({g.ldc}) * itemsize",
+            f"addai a8, a8, MLEN * ({g.lda}) * {g.asz}",
+            f"addai a10, a10, MLEN * ({g.ldc}) * {g.csz}",
         )
         a("sub r6, r6, r7")
 
@@ -138,15 +162,15 @@ def expert_layout(a: Asm, g: Gemm, vsram_base: str = "0", msram_base: str = "0")
     p = g.name
     _equs(a, g)
     a.equ(f"{p}_AP0", vsram_base)
-    a.equ(f"{p}_AP1", f"{p}_AP0 + {p}_KT * MLEN * MLEN")
-    a.equ(f"{p}_CT0", f"{p}_AP1 + {p}_KT * MLEN * MLEN")
+    a.equ(f"{p}_AP1", f"{p}_AP0 + {p}_KP * MLEN * MLEN")
+    a.equ(f"{p}_CT0", f"{p}_AP1 + {p}_KP * MLEN * MLEN")
     a.equ(f"{p}_CT1", f"{p}_CT0 + MLEN * MLEN")
     a.equ(f"{p}_BI0", f"{p}_CT1 + MLEN * MLEN")
     a.equ(f"{p}_BI1", f"{p}_BI0 + MLEN * MLEN")
     a.equ(f"{p}_VEND", f"{p}_BI1 + MLEN * MLEN")
     a.equ(f"{p}_BP0", msram_base)
-    a.equ(f"{p}_BP1", f"{p}_BP0 + {p}_KT * MLEN * MLEN")
-    a.equ(f"{p}_MEND", f"{p}_BP1 + {p}_KT * MLEN * MLEN")
+    a.equ(f"{p}_BP1", f"{p}_BP0 + {p}_KP * MLEN * MLEN")
+    a.equ(f"{p}_MEND", f"{p}_BP1 + {p}_KP * MLEN * MLEN")
 
 
 TA, TB, TC = 4, 5, 6
@@ -155,15 +179,23 @@ TA, TB, TC = 4, 5, 6
 def _load_a(a: Asm, g: Gemm, into: str) -> None:
     """Issue the loads of the next A row panel into buffer register `into`; advance the stream."""
     wrap, same = a.label("a_stream"), a.label("a_batch")
-    a("min r13, r12, r1", f"li r10, {g.k}", f"mov r11, {into}", "mova a12, a8")
-    with a.loop(f"{g.name}_KT"):
-        a("min r9, r10, r1", f"dldv [r11], [a12], r13, r9, r2, r5, {TA}")
-        a("addi r11, r11, MLEN * MLEN", "addai a12, a12, MLEN * itemsize", "sub r10, r10, r9")
-    a("sub r12, r12, r13", f"addai a8, a8, MLEN * ({g.lda}) * itemsize")
+    a("min r13, r12, r1", f"mov r11, {into}")
+    grouped = g.kgroups != "1"
+    if grouped:
+        a("mova a1, a8")
+    with _groups(a, g):
+        a(f"li r10, {g.k}", "mova a12, a1" if grouped else "mova a12, a8")
+        with a.loop(f"{g.name}_KT"):
+            a("min r9, r10, r1", f"dldv [r11], [a12], r13, r9, r2, r5, {TA}")
+            a("addi r11, r11, MLEN * MLEN", f"addai a12, a12, MLEN * {g.asz}")
+            a("sub r10, r10, r9")
+        if grouped:
+            a(f"addai a1, a1, ({g.a_kstep}) * {g.asz}")
+    a("sub r12, r12, r13", f"addai a8, a8, MLEN * ({g.lda}) * {g.asz}")
     a.comment("after the last row panel the stream starts again at the first (of the next")
     a.comment("product once every column panel had its sweep)")
     a(f"bne r12, r0, {wrap}", f"li r12, {g.m}", "addi r19, r19, -1", f"bne r19, r0, {same}")
-    a(f"li r19, {g.name}_NT", f"addai a4, a4, ({g.a_step}) * itemsize")
+    a(f"li r19, {g.name}_NT", f"addai a4, a4, ({g.a_step}) * {g.asz}")
     a.place(same)
     a("mova a8, a4")
     a.place(wrap)
@@ -172,25 +204,32 @@ def _load_a(a: Asm, g: Gemm, into: str) -> None:
 def _load_b(a: Asm, g: Gemm, into: str, bias_into: str) -> None:
     """Issue the loads of the next B column panel (and bias tile); advance the stream."""
     wrap = a.label("b_stream")
-    a("min r15, r14, r1", f"li r10, {g.k}", f"mov r11, {into}", "mova a13, a9")
-    with a.loop(f"{g.name}_KT"):
-        a("min r9, r10, r1")
-        if g.trans_b:
-            a(f"dldm [r11], [a13], r15, r9, r3, r5, {TB}", "addai a13, a13, MLEN * itemsize")
-        else:
-            a(
-                f"dldm [r11], [a13], r9, r15, r3, r5, {TB}",
-                f"addai a13, a13, MLEN * ({g.ldb}) * itemsize",
-            )
-        a("addi r11, r11, MLEN * MLEN", "sub r10, r10, r9")
+    a("min r15, r14, r1", f"mov r11, {into}")
+    grouped = g.kgroups != "1"
+    if grouped:
+        a("mova a2, a9")
+    with _groups(a, g):
+        a(f"li r10, {g.k}", "mova a13, a2" if grouped else "mova a13, a9")
+        with a.loop(f"{g.name}_KT"):
+            a("min r9, r10, r1")
+            if g.trans_b:
+                a(f"dldm [r11], [a13], r15, r9, r3, r5, {TB}", f"addai a13, a13, MLEN * {g.bsz}")
+            else:
+                a(
+                    f"dldm [r11], [a13], r9, r15, r3, r5, {TB}",
+                    f"addai a13, a13, MLEN * ({g.ldb}) * {g.bsz}",
+                )
+            a("addi r11, r11, MLEN * MLEN", "sub r10, r10, r9")
+        if grouped:
+            a(f"addai a2, a2, ({g.b_kstep}) * {g.bsz}")
     if g.bias:
         a(f"dldv [{bias_into}], [a11], r1, r15, r0, r5, {TB}", "addai a11, a11, MLEN * itemsize")
     a("sub r14, r14, r15")
     if g.trans_b:
-        a(f"addai a9, a9, MLEN * ({g.ldb}) * itemsize")
+        a(f"addai a9, a9, MLEN * ({g.ldb}) * {g.bsz}")
     else:
-        a("addai a9, a9, MLEN * itemsize")
-    a(f"bne r14, r0, {wrap}", f"li r14, {g.n}", f"addai a5, a5, ({g.b_step}) * itemsize")
+        a(f"addai a9, a9, MLEN * {g.bsz}")
+    a(f"bne r14, r0, {wrap}", f"li r14, {g.n}", f"addai a5, a5, ({g.b_step}) * {g.bsz}")
     a("mova a9, a5", "mova a11, a7")
     a.place(wrap)
 
@@ -201,9 +240,9 @@ def expert_gemm(a: Asm, g: Gemm) -> None:
     refill = f"{g.k} % MLEN" if not g.trans_b else f"{g.n} % MLEN"
     with a.when(f"{g.m} % MLEN or {refill}"):
         a.comment("partial tiles: zero the panels once so no word is read before written")
-        zero_tiles(a, f"{p}_AP0", f"2 * {p}_KT")
+        zero_tiles(a, f"{p}_AP0", f"2 * {p}_KP")
     with a.when(refill):
-        a(f"li r9, {p}_AP0", f"li r10, {p}_BP0", f"li r11, 2 * {p}_KT * MLEN * MLEN")
+        a(f"li r9, {p}_AP0", f"li r10, {p}_BP0", f"li r11, 2 * {p}_KP * MLEN * MLEN")
         a("dcpy [r10], [r9], r11, 7", "dwait 7")
     _constants(a, g)
     a(f"li r20, {p}_AP0", f"li r21, {p}_AP1", f"li r22, {p}_BP0", f"li r23, {p}_BP1")
@@ -224,9 +263,9 @@ def expert_gemm(a: Asm, g: Gemm) -> None:
         a("addi r28, r28, -1")
         a.place(skip_b)
         next_c = a.label("c_panel")
-        a("mova a10, a14", "addai a14, a14, MLEN * itemsize")
+        a("mova a10, a14", f"addai a14, a14, MLEN * {g.csz}")
         a("addi r31, r31, -1", f"bne r31, r0, {next_c}")
-        a(f"li r31, {p}_NT", f"addai a6, a6, ({g.c_step}) * itemsize", "mova a14, a6")
+        a(f"li r31, {p}_NT", f"addai a6, a6, ({g.c_step}) * {g.csz}", "mova a14, a6")
         a.place(next_c)
         with a.loop(f"{p}_MT"):
             a(f"dwait {TA}", "mov r9, r20", "mov r20, r21", "mov r21, r9", "mov r17, r13")
@@ -238,18 +277,18 @@ def expert_gemm(a: Asm, g: Gemm) -> None:
             a("mld acc0, [r26]" if g.bias else "mzero acc0")
             if g.trans_b:
                 a("mov r10, r20", "mov r11, r22")
-                with a.loop(f"{p}_KT"):
+                with a.loop(f"{p}_KP"):
                     a("mmt acc0, [r10], [r11]")
                     a("addi r10, r10, MLEN * MLEN", "addi r11, r11, MLEN * MLEN")
             else:
-                a(f"mmb acc0, [r20], [r22], {p}_KT")
+                a(f"mmb acc0, [r20], [r22], {p}_KP")
             a.comment("the tile stored two products ago has left: reuse its buffer")
             a(f"dwait {TC}", "mov r9, r24", "mov r24, r25", "mov r25, r9", "mst [r24], acc0")
             if g.epilogue is not None:
                 a("mov r29, r24")
                 g.epilogue(a, "r29")
             a(f"dstv [a10], [r24], r17, r16, r4, r5, {TC}")
-            a(f"addai a10, a10, MLEN * ({g.ldc}) * itemsize")
+            a(f"addai a10, a10, MLEN * ({g.ldc}) * {g.csz}")
     a("dfence")
 
 

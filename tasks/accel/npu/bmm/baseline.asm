@@ -7,6 +7,7 @@
 .equ G_KT, cdiv(K, MLEN)
 .equ G_MT, cdiv(M, MLEN)
 .equ G_NT, cdiv(N, MLEN)
+.equ G_KP, (1) * G_KT
 .equ G_AT, 0
 .equ G_CT, MLEN * MLEN
 .equ G_BI, 2 * MLEN * MLEN

@@ -6,21 +6,22 @@
 .equ G_KT, cdiv(K, MLEN)
 .equ G_MT, cdiv(M, MLEN)
 .equ G_NT, cdiv(N, MLEN)
+.equ G_KP, (1) * G_KT
 .equ G_AP0, 0
-.equ G_AP1, G_AP0 + G_KT * MLEN * MLEN
-.equ G_CT0, G_AP1 + G_KT * MLEN * MLEN
+.equ G_AP1, G_AP0 + G_KP * MLEN * MLEN
+.equ G_CT0, G_AP1 + G_KP * MLEN * MLEN
 .equ G_CT1, G_CT0 + MLEN * MLEN
 .equ G_BI0, G_CT1 + MLEN * MLEN
 .equ G_BI1, G_BI0 + MLEN * MLEN
 .equ G_VEND, G_BI1 + MLEN * MLEN
 .equ G_BP0, 0
-.equ G_BP1, G_BP0 + G_KT * MLEN * MLEN
-.equ G_MEND, G_BP1 + G_KT * MLEN * MLEN
+.equ G_BP1, G_BP0 + G_KP * MLEN * MLEN
+.equ G_MEND, G_BP1 + G_KP * MLEN * MLEN
     loopi 1 if M % MLEN or K % MLEN else 0
         ; partial tiles: zero the panels once so no word is read before written
         mzero acc3
         li r9, G_AP0
-        loopi 2 * G_KT
+        loopi 2 * G_KP
             mst [r9], acc3
             addi r9, r9, MLEN * MLEN
         endloop
@@ -28,7 +29,7 @@
     loopi 1 if K % MLEN else 0
         li r9, G_AP0
         li r10, G_BP0
-        li r11, 2 * G_KT * MLEN * MLEN
+        li r11, 2 * G_KP * MLEN * MLEN
         dcpy [r10], [r9], r11, 7
         dwait 7
     endloop
@@ -57,8 +58,8 @@
     li r28, (1) * G_NT - 1
     ; prefetch the operands of the first product
     min r13, r12, r1
-    li r10, K
     mov r11, r21
+    li r10, K
     mova a12, a8
     loopi G_KT
         min r9, r10, r1
@@ -81,8 +82,8 @@ a_batch_2:
     mova a8, a4
 a_stream_1:
     min r15, r14, r1
-    li r10, K
     mov r11, r23
+    li r10, K
     mova a13, a9
     loopi G_KT
         min r9, r10, r1
@@ -111,8 +112,8 @@ b_stream_3:
         mov r27, r9
         beq r28, r0, no_b_4
         min r15, r14, r1
-        li r10, K
         mov r11, r23
+        li r10, K
         mova a13, a9
         loopi G_KT
             min r9, r10, r1
@@ -147,8 +148,8 @@ b_stream_3:
             mov r17, r13
             beq r18, r0, no_a_7
             min r13, r12, r1
-            li r10, K
             mov r11, r21
+            li r10, K
             mova a12, a8
             loopi G_KT
                 min r9, r10, r1
@@ -173,7 +174,7 @@ b_stream_3:
             addi r18, r18, -1
         no_a_7:
             mzero acc0
-            mmb acc0, [r20], [r22], G_KT
+            mmb acc0, [r20], [r22], G_KP
             ; the tile stored two products ago has left: reuse its buffer
             dwait 6
             mov r9, r24
