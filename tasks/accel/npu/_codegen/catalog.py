@@ -444,3 +444,57 @@ TASKS["depthwise_conv"] = TaskDef(
     distributions=MM_DISTRIBUTIONS,
     tolerance=MM_TOLERANCE,
 )
+
+TASKS["rope"] = TaskDef(
+    name="rope",
+    title="Rotary position embedding (RoPE)",
+    level=2,
+    what="Apply the rotary position embedding in its rotate-half form (GPT-NeoX, LLaMA) to "
+    "each row of x (ROWS, COLS), COLS even: with x1 = x[:, :COLS/2], x2 = x[:, COLS/2:] and the "
+    "tables cos, sin (ROWS, COLS/2), y = [x1 * cos - x2 * sin, x2 * cos + x1 * sin].",
+    regions=[
+        "x (ROWS, COLS): input",
+        "cos (ROWS, COLS / 2): input",
+        "sin (ROWS, COLS / 2): input",
+        "y (ROWS, COLS): output",
+    ],
+    baseline="one row at a time (both halves and both tables loaded, computed strip by strip "
+    "and stored before the next row).",
+    visible=[
+        {"name": "C1", "ROWS": 64, "COLS": 128, "dtype": "float32"},
+        {"name": "C2", "ROWS": 100, "COLS": 96, "dtype": "bfloat16"},
+        {"name": "C3", "ROWS": 32, "COLS": 256, "dtype": "float32", "hw_vlen": 64},
+        {"name": "C4", "ROWS": 128, "COLS": 64, "dtype": "bfloat16", "hw_vlen": 16, "hw_mlen": 16},
+        {
+            "name": "C5",
+            "ROWS": 97,
+            "COLS": 80,
+            "dtype": "float32",
+            "hw_vlen": 16,
+            "hw_mlen": 16,
+            "hw_vsram_words": 8192,
+        },
+    ],
+    hidden=[
+        {"name": "H1", "ROWS": 1, "COLS": 2, "dtype": "float32"},
+        {
+            "name": "H2",
+            "ROWS": 77,
+            "COLS": 38,
+            "dtype": "bfloat16",
+            "hw_vlen": 8,
+            "hw_mlen": 8,
+            "hw_vsram_words": 8192,
+        },
+    ],
+    domain={
+        "ROWS": "{ min = 1, max = 160 }",
+        "COLS": "{ min = 2, max = 512 }",
+        "dtype": '{ values = ["float32", "bfloat16"] }',
+        "hw_vlen": "{ values = [16, 32, 64] }",
+    },
+    constraint="COLS % 2 == 0",
+    flops="3 * ROWS * COLS",
+    bytes="3 * ROWS * COLS * itemsize",
+    distributions=MM_DISTRIBUTIONS,
+)

@@ -137,8 +137,6 @@ def baseline(k: RowKernel) -> str:
 
 def expert(k: RowKernel) -> str:
     """Blocks of RB rows, double-buffered: load k+1 and store k-1 while computing k."""
-    if not _strides_uniform(k):
-        raise ValueError(f"{k.title}: the expert stream needs one row stride for every operand")
     a = Asm(k.title, "expert: double-buffered row blocks")
     _common(a, k)
     buffers = len(k.ins) + len(k.outs)
@@ -154,11 +152,7 @@ def expert(k: RowKernel) -> str:
     a(f"li r24, {stride}", f"li r20, {k.rows}", "li r21, RB")
     a.comment("first block")
     a("min r27, r20, r21")
-    for i in range(len(k.ins)):
-        a(f"dldv [r0 + IN_{i}_A], [a{8 + i}], r27, r23, r24, r25, 0")
-    a("mul r28, r27, r24")
-    for i in range(len(k.ins)):
-        a(f"adda a{8 + i}, a{8 + i}, r28")
+    _transfer(a, k, "load", "A", "r27", 0)
     with a.loop("NB // 2"):
         _step(a, k, "A", "B")
         _step(a, k, "B", "A")
@@ -166,6 +160,27 @@ def expert(k: RowKernel) -> str:
         _step(a, k, "A", "B")
     a("dfence")
     return a.text()
+
+
+def _transfer(a: Asm, k: RowKernel, kind: str, side: str, rows: str, tag: int) -> None:
+    """Load (or store) a block of `rows` rows of every input (output); advance the cursors."""
+    ops = k.ins if kind == "load" else k.outs
+    names = [f"IN_{i}" if kind == "load" else f"OUT_{i}" for i in range(len(ops))]
+    cursors = [f"a{(8 if kind == 'load' else 12) + i}" for i in range(len(ops))]
+    uniform = _strides_uniform(k)
+    for op, name, cursor in zip(ops, names, cursors, strict=True):
+        if not uniform:
+            a(f"li r24, {_stride(k, op)}")
+        if kind == "load":
+            a(f"dldv [r0 + {name}_{side}], [{cursor}], {rows}, r23, r24, r25, {tag}")
+        else:
+            a(f"dstv [{cursor}], [r0 + {name}_{side}], {rows}, r23, r24, r25, {tag}")
+        if not uniform:
+            a(f"mul r28, {rows}, r24", f"adda {cursor}, {cursor}, r28")
+    if uniform:
+        a(f"mul r28, {rows}, r24")
+        for cursor in cursors:
+            a(f"adda {cursor}, {cursor}, r28")
 
 
 _LOAD_TAG = {"A": 0, "B": 1}
@@ -176,11 +191,7 @@ def _step(a: Asm, k: RowKernel, cur: str, nxt: str) -> None:
     skip = a.label("computed")
     a.comment(f"block in buffers {cur}: prefetch the next block into {nxt} first")
     a("min r22, r20, r21", "sub r26, r20, r22", f"beq r26, r0, {skip}", "min r27, r26, r21")
-    for i in range(len(k.ins)):
-        a(f"dldv [r0 + IN_{i}_{nxt}], [a{8 + i}], r27, r23, r24, r25, {_LOAD_TAG[nxt]}")
-    a("mul r28, r27, r24")
-    for i in range(len(k.ins)):
-        a(f"adda a{8 + i}, a{8 + i}, r28")
+    _transfer(a, k, "load", nxt, "r27", _LOAD_TAG[nxt])
     a.place(skip)
     a(f"dwait {_LOAD_TAG[cur]}", f"dwait {_STORE_TAG[cur]}")
     block = Block(
@@ -189,11 +200,7 @@ def _step(a: Asm, k: RowKernel, cur: str, nxt: str) -> None:
         rows="r22",
     )
     k.expert(a, block)
-    for j in range(len(k.outs)):
-        a(f"dstv [a{12 + j}], [r0 + OUT_{j}_{cur}], r22, r23, r24, r25, {_STORE_TAG[cur]}")
-    a("mul r28, r22, r24")
-    for j in range(len(k.outs)):
-        a(f"adda a{12 + j}, a{12 + j}, r28")
+    _transfer(a, k, "store", cur, "r22", _STORE_TAG[cur])
     a("mov r20, r26")
 
 

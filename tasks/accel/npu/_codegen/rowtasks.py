@@ -1,4 +1,4 @@
-"""Level-1 row kernels: ReLU, SiLU, GELU, softmax, LayerNorm, RMSNorm.
+"""Row kernels: ReLU, SiLU, GELU, softmax, LayerNorm, RMSNorm (level 1), RoPE (level 2).
 
 Each task is a `RowKernel` over x (ROWS, COLS) -> y (ROWS, COLS); the baseline and expert
 computations differ as described in `rows.py`.
@@ -246,7 +246,49 @@ def rmsnorm_kernel() -> RowKernel:
     )
 
 
+def rope_kernel() -> RowKernel:
+    """Rotate-half RoPE: y = [x1 cos - x2 sin, x2 cos + x1 sin] for x = [x1, x2] per row."""
+    half = "COLS // 2"
+
+    def base(a: Asm, block: Block) -> None:
+        def row(p: list[str]) -> None:
+            def strip(s: list[str]) -> None:
+                x1, x2, c, sn, y1, y2 = s
+                t = "[r0 + T_0]"
+                a(f"vmul {y1}, {x1}, {c}", f"vmul {t}, {x2}, {sn}", f"vsub {y1}, {y1}, {t}")
+                a(f"vmul {y2}, {x2}, {c}", f"vmul {t}, {x1}, {sn}", f"vadd {y2}, {y2}, {t}")
+
+            each_strip(a, p, strip)
+
+        each_row(a, block, [*block.ins, *block.outs], row)
+
+    def fast(a: Asm, block: Block) -> None:
+        def body(s: list[str]) -> None:
+            x1, x2, c, sn, y1, y2 = s
+            t = "[r0 + T_0]"
+            a(f"vmul {y1}, {x1}, {c}", f"vmul {t}, {x2}, {sn}", f"vsub {y1}, {y1}, {t}")
+            a(f"vmul {y2}, {x1}, {sn}", f"vfma {y2}, {x2}, {c}")
+
+        flat(a, block, [*block.ins, *block.outs], body)
+
+    return RowKernel(
+        title="rotary embedding of x (ROWS, COLS) with cos, sin (ROWS, COLS / 2)",
+        rows="ROWS",
+        cols=half,
+        ins=(
+            Operand("x", stride="COLS"),
+            Operand("x", offset=half, stride="COLS"),
+            Operand("cos"),
+            Operand("sin"),
+        ),
+        outs=(Operand("y", stride="COLS"), Operand("y", offset=half, stride="COLS")),
+        baseline=base,
+        expert=fast,
+    )
+
+
 KERNELS: dict[str, Callable[[], RowKernel]] = {
+    "rope": rope_kernel,
     "relu": lambda: pointwise_kernel("ReLU of x (ROWS, COLS)", relu, {}),
     "silu": lambda: pointwise_kernel("SiLU of x (ROWS, COLS)", silu, {}),
     "gelu": lambda: pointwise_kernel("GELU (tanh form) of x (ROWS, COLS)", gelu, GELU_CONSTANTS),
