@@ -1,0 +1,57 @@
+"""Every shipped task loads, belongs to a suite, and passes the task checks on a device here.
+
+CPU-runnable tasks (Triton's interpreter, the accelerator simulators) are checked in CI; GPU
+tasks under `-m gpu`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+import pytest
+
+from gauntlet import devices, suites
+from gauntlet.taskcheck import check_task
+
+IDS = suites.task_ids()
+SUITES = suites.suites()
+
+
+def _runs_here_without_gpu(task_id: str) -> bool:
+    kinds = suites.load_by_id(task_id).spec.device_kinds()
+    return any(k == "cpu" or k.startswith("sim:") for k in kinds)
+
+
+CPU_IDS = [i for i in IDS if _runs_here_without_gpu(i)]
+GPU_IDS = [i for i in IDS if i not in CPU_IDS]
+
+
+def test_every_task_is_in_a_named_suite() -> None:
+    named = {k: v for k, v in SUITES.items() if k != "all"}
+    orphans = [
+        i for i in IDS if not any(fnmatch.fnmatchcase(i, p) for v in named.values() for p in v)
+    ]
+    assert not orphans, f"tasks in no suite: {orphans}"
+
+
+def test_every_suite_pattern_matches_a_task() -> None:
+    for name, patterns in SUITES.items():
+        for pattern in patterns:
+            assert any(fnmatch.fnmatchcase(i, pattern) for i in IDS), f"{name}: {pattern}"
+
+
+@pytest.mark.parametrize("task_id", CPU_IDS)
+def test_task_checks_pass(task_id: str) -> None:
+    task = suites.load_by_id(task_id)
+    failed = [f"{r.name}: {r.detail}" for r in check_task(task) if not r.ok]
+    assert not failed, failed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("task_id", GPU_IDS)
+def test_gpu_task_checks_pass(task_id: str) -> None:
+    task = suites.load_by_id(task_id)
+    device = devices.device_for(task, "cuda:0")
+    assert device is not None
+    failed = [f"{r.name}: {r.detail}" for r in check_task(task, device) if not r.ok]
+    assert not failed, failed
