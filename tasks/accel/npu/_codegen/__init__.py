@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import convtasks, mmtasks, rows, rowtasks
+from . import convtasks, mlptasks, mmtasks, rows, rowtasks
 
 #: Task folder name -> (baseline source, expert source).
 GENERATORS: dict[str, Callable[[], tuple[str, str]]] = {}
@@ -28,6 +28,7 @@ for _name in rowtasks.KERNELS:
     GENERATORS[_name] = _row_task(_name)
 GENERATORS.update(mmtasks.GENERATORS)
 GENERATORS.update(convtasks.GENERATORS)
+GENERATORS.update(mlptasks.GENERATORS)
 
 
 def generate(name: str) -> tuple[str, str]:

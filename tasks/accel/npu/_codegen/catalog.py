@@ -498,3 +498,88 @@ TASKS["rope"] = TaskDef(
     bytes="3 * ROWS * COLS * itemsize",
     distributions=MM_DISTRIBUTIONS,
 )
+
+MLP_VISIBLE: list[Config] = [
+    {"name": "C1", "M": 64, "D": 64, "F": 128, "dtype": "float32"},
+    {"name": "C2", "M": 96, "D": 80, "F": 160, "dtype": "bfloat16"},
+    {"name": "C3", "M": 128, "D": 128, "F": 256, "dtype": "float32"},
+    {"name": "C4", "M": 50, "D": 40, "F": 90, "dtype": "bfloat16", "hw_mlen": 16},
+    {
+        "name": "C5",
+        "M": 100,
+        "D": 72,
+        "F": 130,
+        "dtype": "float32",
+        "hw_mlen": 16,
+        "hw_vlen": 16,
+        "hw_vsram_words": 16384,
+        "hw_msram_words": 8192,
+    },
+]
+MLP_HIDDEN: list[Config] = [
+    {"name": "H1", "M": 1, "D": 1, "F": 1, "dtype": "float32"},
+    {"name": "H2", "M": 33, "D": 17, "F": 65, "dtype": "bfloat16", "hw_mlen": 8, "hw_vlen": 8},
+]
+MLP_DOMAIN = {
+    "M": "{ min = 1, max = 128 }",
+    "D": "{ min = 1, max = 128 }",
+    "F": "{ min = 1, max = 256 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    "hw_mlen": "{ values = [16, 32] }",
+}
+
+
+def _mlp(name: str, title: str, what: str, regions: list[str], **extra: object) -> TaskDef:
+    fields: dict[str, object] = {
+        "level": 2,
+        "visible": MLP_VISIBLE,
+        "hidden": MLP_HIDDEN,
+        "domain": MLP_DOMAIN,
+    }
+    fields.update(extra)
+    return _mm(name, title, what, regions, **fields)
+
+
+TASKS["ffn"] = _mlp(
+    "ffn",
+    "Feed-forward network (GELU MLP)",
+    "Compute the transformer feed-forward block y = gelu(x @ w1 + b1) @ w2 + b2, GELU in its "
+    "tanh form (PyTorch's approximate='tanh'). The float32 scratch region h (M, F) may hold the "
+    "hidden activations.",
+    [
+        "x (M, D): input",
+        "w1 (D, F): input",
+        "b1 (F,): input",
+        "w2 (F, D): input",
+        "b2 (D,): input",
+        "y (M, D): output",
+        "h (M, F): scratch, float32",
+    ],
+    baseline=(
+        "two tile-by-tile products (load both operand tiles, wait, multiply; store the tile "
+        "and wait), the first adding b1 and applying GELU on each tile before storing it to h."
+    ),
+    flops="4 * M * D * F + 8 * M * F",
+    bytes="(M * D + 2 * D * F + F + D + M * D) * itemsize",
+)
+TASKS["swiglu"] = _mlp(
+    "swiglu",
+    "SwiGLU gated projection",
+    "Compute the SwiGLU gate of a LLaMA-style MLP, y = silu(x @ wg) * (x @ wu), with "
+    "silu(g) = g / (1 + exp(-g)). The scratch region u (M, F), in the config's dtype, may "
+    "hold x @ wu.",
+    [
+        "x (M, D): input",
+        "wg (D, F): input",
+        "wu (D, F): input",
+        "y (M, F): output",
+        "u (M, F): scratch",
+    ],
+    baseline=(
+        "u = x @ wu then x @ wg, both tile by tile (load both operand tiles, wait, multiply; "
+        "store the tile and wait), each tile of the second gated with the tile of u before it "
+        "is stored."
+    ),
+    flops="4 * M * D * F + 6 * M * F",
+    bytes="(M * D + 2 * D * F + M * F) * itemsize",
+)

@@ -24,8 +24,25 @@ from dataclasses import dataclass
 
 from .asm import Asm
 
-Epilogue = Callable[[Asm, str], None]
-"""Vector code run on an output tile in VSRAM (the tile's address is in the given register)."""
+@dataclass(frozen=True)
+class Tile:
+    """Where an epilogue finds the output tile: registers set when it runs."""
+
+    vsram: str
+    """VSRAM address of the tile (MLEN x MLEN words, row-major)."""
+    hbm: str
+    """HBM address (an address register) the tile is stored to."""
+    rows: str
+    cols: str
+    """Valid rows and columns of the tile."""
+    scratch: str
+    """A free VSRAM tile (symbol) the epilogue may use."""
+    temp: str
+    """An integer register the epilogue may use (besides r29, r30)."""
+
+
+Epilogue = Callable[[Asm, Tile], None]
+"""Vector code run on an output tile in VSRAM before it is stored (r29..r30, a3 are free)."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +157,7 @@ def baseline_gemm(a: Asm, g: Gemm) -> None:
             a(f"mst [r0 + {p}_CT], acc0")
             if g.epilogue is not None:
                 a(f"li r29, {p}_CT")
-                g.epilogue(a, "r29")
+                g.epilogue(a, Tile("r29", "a11", "r7", "r9", f"{p}_BI + MLEN * MLEN", "r12"))
             a(f"dstv [a11], [r0 + {p}_CT], r7, r9, r4, r5, 1", "dwait 1")
             a(f"addai a11, a11, MLEN * {g.csz}")
             if g.trans_b:
@@ -286,7 +303,7 @@ def expert_gemm(a: Asm, g: Gemm) -> None:
             a(f"dwait {TC}", "mov r9, r24", "mov r24, r25", "mov r25, r9", "mst [r24], acc0")
             if g.epilogue is not None:
                 a("mov r29, r24")
-                g.epilogue(a, "r29")
+                g.epilogue(a, Tile("r29", "a10", "r17", "r16", f"{p}_VEND", "r6"))
             a(f"dstv [a10], [r24], r17, r16, r4, r5, {TC}")
             a(f"addai a10, a10, MLEN * ({g.ldc}) * {g.csz}")
     a("dfence")
