@@ -269,12 +269,13 @@ def render_brief(task: Task, *, device: str, budget: Budget, reference_files: li
         "## Tools",
         "",
         "Run them from this folder as `gauntlet-ws <tool> [arguments]` (function-calling agents "
-        "get the same tools as functions). Every call is logged.",
+        "get the same tools as functions; arguments in brackets are optional). They take the "
+        "contract's files as they are in this folder now, and only the visible configurations. "
+        "Every call is logged.",
         "",
     ]
     for tool in tools_for(spec.track, scope="feedback"):
-        usage = " ".join(f"<{p.name}>" for p in tool.params)
-        lines.append(f"- `gauntlet-ws {tool.name}{' ' + usage if usage else ''}`: {tool.summary}")
+        lines.append(f"- `gauntlet-ws {tool.usage()}`: {tool.summary}")
     lines += ["", "## Budget", ""]
     lines += [f"- {item}" for item in _budget_lines(task, budget)]
     lines += [

@@ -6,8 +6,9 @@ workspace: the feedback tools are the judge in feedback mode on the visible conf
 hidden ones), and every call is appended to the workspace's `.gauntlet-ws.log`.
 
 Tools scoped `agent` (reading, writing and listing files, submitting) are offered only to
-function-calling agents; CLI agents have their own. Tools limited to the `accel` track need
-`gauntlet.accel`; they are absent from every other track's list.
+function-calling agents; CLI agents have their own. Tools limited to the `accel` track (the
+manual, syntax, eval, output, instruction count and profile of `gauntlet.accel.tools`, run on
+the contract's assembly file with the visible configs) are absent from every other track's list.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ LOG_OUTPUT_CHARS = 4_000
 HARNESS_FILES = frozenset({".gauntlet-ws.json", ".gauntlet-ws.log"})
 #: Folders skipped by `list_files` and `grep` (caches, not the agent's work).
 SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
+#: Most rows `view_output` shows.
+MAX_VIEW_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,10 @@ class ToolSpec:
 
 
 _CONFIG = Param("config", "string", "name of a visible config, e.g. C1")
+_SOME_CONFIG = Param(
+    "config", "string", "name of a visible config, e.g. C2 (default: the first)", required=False
+)
+_ACCEL = ("accel",)
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -110,9 +117,22 @@ TOOLS: tuple[ToolSpec, ...] = (
         "guards (forbidden constructs), build (compile, or assemble for accel).",
     ),
     ToolSpec(
+        "check_syntax",
+        "Assemble the submission with the symbols of one visible config: 'All checks passed. "
+        "0 error(s), 0 warning(s)', or each error and warning with its line and column.",
+        (_SOME_CONFIG,),
+        tracks=_ACCEL,
+    ),
+    ToolSpec(
         "test",
         "Judge the submission on the visible configs: pass or fail per config, with the reason "
         "(which trial, element, expected and found values).",
+    ),
+    ToolSpec(
+        "run_eval",
+        "Run the submission in the simulator on every visible config: the share of output "
+        "elements that match the reference, cycles and speedup over the baseline, why it fails.",
+        tracks=_ACCEL,
     ),
     ToolSpec(
         "bench",
@@ -126,11 +146,41 @@ TOOLS: tuple[ToolSpec, ...] = (
         (_CONFIG,),
     ),
     ToolSpec(
+        "view_output",
+        "Show the submission's output on one visible config against the reference, row by row: "
+        "each row's largest error, how many elements are wrong, the first wrong one.",
+        (
+            _SOME_CONFIG,
+            Param(
+                "rows",
+                "integer",
+                f"rows to show, 1 to {MAX_VIEW_ROWS} (default 32)",
+                required=False,
+            ),
+        ),
+        tracks=_ACCEL,
+    ),
+    ToolSpec(
+        "instruction_count",
+        "Count the instructions the submission executes on one visible config, per unit, next "
+        "to the baseline's count.",
+        (_SOME_CONFIG,),
+        tracks=_ACCEL,
+    ),
+    ToolSpec(
+        "profile",
+        "Profile the submission on one visible config in the simulator: cycles against the "
+        "baseline and the roofline bound of that config and hardware, busy cycles per unit, "
+        "stall cycles by cause, DMA bytes read and written.",
+        (_SOME_CONFIG,),
+        tracks=_ACCEL,
+    ),
+    ToolSpec(
         "grep_manual",
         "Search the ISA manual for a regular expression (case-insensitive): whole instruction "
         "entries (format, operands, operation, cost, example) and matching paragraphs.",
         (Param("pattern", "string", "a Python regular expression, e.g. an instruction name"),),
-        tracks=("accel",),
+        tracks=_ACCEL,
     ),
     ToolSpec(
         "grep",
@@ -213,9 +263,10 @@ class ToolCallLogged(BaseModel):
 class Toolbox:
     """The tools of one workspace, for one task and device.
 
-    Judge calls are serialized (one at a time) and their verdict is cached by the content of the
+    Calls are serialized (one at a time). The judge's verdict is cached by the content of the
     contract's files, so `check`, `test`, `bench` and `view` on an unchanged submission judge it
-    once. Each judge call draws fresh inputs (the seed moves on with every call).
+    once. Every new submission draws fresh inputs (the seed moves on), and all tools see the same
+    inputs for the same submission: the `accel` tools simulate it with that seed too.
     """
 
     def __init__(
@@ -246,6 +297,7 @@ class Toolbox:
         self.log_path = log_path if log_path is not None else self.workspace / ".gauntlet-ws.log"
         self._lock = threading.Lock()
         self._cached: tuple[str, Verdict] | None = None
+        self._seeded: tuple[str, int] | None = None
         self.calls = 0
 
     def specs(self, scope: ToolScope | None = None) -> list[ToolSpec]:
@@ -359,16 +411,53 @@ class Toolbox:
             )
         return ToolResult(ok=bool(result.correct), text=_config_detail(result))
 
+    # The accel tools (gauntlet.accel.tools), on the contract's assembly file as it is now.
+
     def _tool_grep_manual(self, pattern: str) -> ToolResult:
-        try:
-            from gauntlet.accel import get_platform, grep_manual
-        except ImportError as err:
-            raise ConfigError(
-                f"the 'grep_manual' tool of task '{self.task.task_id}' needs gauntlet.accel, "
-                f"which cannot be imported: {err}"
-            ) from err
-        text = grep_manual(get_platform(str(self.task.spec.platform)), pattern)
+        text = _accel_function(self.task, "grep_manual")(self.task, pattern)
         return ToolResult(ok=True, text=text)
+
+    def _tool_check_syntax(self, config: str | None = None) -> ToolResult:
+        source = self._accel_source(config)
+        if isinstance(source, ToolResult):
+            return source
+        text = _accel_function(self.task, "check_syntax")(self.task, source[0], config)
+        return ToolResult(ok=_last_line(text).startswith("All checks passed."), text=text)
+
+    def _tool_run_eval(self) -> ToolResult:
+        source = self._accel_source(None)
+        if isinstance(source, ToolResult):
+            return source
+        text = _accel_function(self.task, "run_eval")(self.task, source[0], seed=source[1])
+        count = len(self.task.visible_configs)
+        return ToolResult(ok=_last_line(text).startswith(f"{count}/{count} "), text=text)
+
+    def _tool_view_output(self, config: str | None = None, rows: int = 32) -> ToolResult:
+        if not 1 <= rows <= MAX_VIEW_ROWS:
+            return ToolResult(ok=False, text=f"rows must be 1 to {MAX_VIEW_ROWS}, not {rows}")
+        source = self._accel_source(config)
+        if isinstance(source, ToolResult):
+            return source
+        text = _accel_function(self.task, "view_output")(
+            self.task, source[0], config, seed=source[1], rows=rows
+        )
+        return ToolResult(ok=text.split("\n", 1)[0].endswith(": correct"), text=text)
+
+    def _tool_instruction_count(self, config: str | None = None) -> ToolResult:
+        source = self._accel_source(config)
+        if isinstance(source, ToolResult):
+            return source
+        text = _accel_function(self.task, "instruction_count")(
+            self.task, source[0], config, seed=source[1]
+        )
+        return ToolResult(ok=text.split("\n", 1)[0].endswith(" instructions executed"), text=text)
+
+    def _tool_profile(self, config: str | None = None) -> ToolResult:
+        source = self._accel_source(config)
+        if isinstance(source, ToolResult):
+            return source
+        text = _accel_function(self.task, "profile")(self.task, source[0], config, seed=source[1])
+        return ToolResult(ok="\ncycles: " in text, text=text)
 
     def _tool_grep(self, pattern: str) -> ToolResult:
         try:
@@ -460,6 +549,39 @@ class Toolbox:
         """Contract files that are symbolic links (the judge takes regular files only)."""
         return [f for f in self.task.spec.submission.files if (self.workspace / f).is_symlink()]
 
+    def _accel_source(self, config: str | None) -> tuple[str, int] | ToolResult:
+        """The submission's assembly text and the seed of its inputs, or why there is none.
+
+        Args:
+            config: The visible config asked for (None: the tool's default).
+
+        Returns:
+            (source, seed), or a failed result naming the problem.
+        """
+        names = [c.name for c in self.task.visible_configs]
+        if config is not None and config not in names:
+            return ToolResult(
+                ok=False, text=f"no visible config '{config}' (visible: {', '.join(names)})"
+            )
+        refused = self._refuse_links()
+        if refused is not None:
+            return refused
+        name = self.task.spec.submission.files[0]
+        try:
+            source = (self.workspace / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ToolResult(ok=False, text=f"no {name} in the workspace; write it first")
+        except UnicodeDecodeError:
+            return ToolResult(ok=False, text=f"{name} is not UTF-8 text")
+        return source, self._seed_for(self._submission_key())
+
+    def _seed_for(self, key: str) -> int:
+        """The seed of the inputs for the submission `key`: the same until it changes."""
+        if self._seeded is None or self._seeded[0] != key:
+            self._seeded = (key, self._seed)
+            self._seed += 1
+        return self._seeded[1]
+
     def _verdict(self) -> Verdict:
         key = self._submission_key()
         if self._cached is not None and self._cached[0] == key:
@@ -474,10 +596,9 @@ class Toolbox:
             self.workspace,
             device=self.device,
             configs="visible",
-            seed=self._seed,
+            seed=self._seed_for(key),
             mode="feedback",
         )
-        self._seed += 1
         self._cached = (key, verdict)
         return verdict
 
@@ -555,6 +676,27 @@ def _argument_problem(spec: ToolSpec, args: Mapping[str, Any]) -> str | None:
                 f"not {json.dumps(value)[:80]}"
             )
     return None
+
+
+def _accel_function(task: Task, name: str) -> Callable[..., str]:
+    """The function `name` of `gauntlet.accel.tools`, imported when an accel tool is called.
+
+    Raises:
+        ConfigError: gauntlet.accel cannot be imported here.
+    """
+    try:
+        from gauntlet.accel import tools
+    except ImportError as err:
+        raise ConfigError(
+            f"the '{name}' tool of task '{task.task_id}' needs gauntlet.accel, which cannot be "
+            f"imported: {err}"
+        ) from err
+    function: Callable[..., str] = getattr(tools, name)
+    return function
+
+
+def _last_line(text: str) -> str:
+    return text.rstrip("\n").rsplit("\n", 1)[-1]
 
 
 def _headline(verdict: Verdict) -> str:
