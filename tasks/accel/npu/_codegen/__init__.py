@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import convtasks, mlptasks, mmtasks, rows, rowtasks
+from . import attntasks, convtasks, mlptasks, mmtasks, rows, rowtasks
 
 #: Task folder name -> (baseline source, expert source).
 GENERATORS: dict[str, Callable[[], tuple[str, str]]] = {}
@@ -29,6 +29,7 @@ for _name in rowtasks.KERNELS:
 GENERATORS.update(mmtasks.GENERATORS)
 GENERATORS.update(convtasks.GENERATORS)
 GENERATORS.update(mlptasks.GENERATORS)
+GENERATORS.update(attntasks.GENERATORS)
 
 
 def generate(name: str) -> tuple[str, str]:

@@ -583,3 +583,131 @@ TASKS["swiglu"] = _mlp(
     flops="4 * M * D * F + 6 * M * F",
     bytes="(M * D + 2 * D * F + M * F) * itemsize",
 )
+
+ATTN_RULE = (
+    "The float32 scratch region s (M, N) may hold one head's scores. Inputs are unscaled: "
+    "subtract each row's maximum before exp."
+)
+ATTN_BASELINE = (
+    "per head, the GEMM baseline writes the scaled scores to s, a row-at-a-time softmax "
+    "rewrites s (strip-by-strip scalar reductions), and the GEMM baseline multiplies s by the "
+    "values."
+)
+ATTN_DOMAIN = {
+    "M": "{ min = 1, max = 96 }",
+    "N": "{ min = 1, max = 160 }",
+    "D": "{ min = 1, max = 96 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    "hw_mlen": "{ values = [16, 32] }",
+}
+SMALL_HW: Config = {
+    "hw_mlen": 16,
+    "hw_vlen": 16,
+    "hw_vsram_words": 16384,
+    "hw_msram_words": 8192,
+}
+
+
+def _attn(name: str, title: str, what: str, regions: list[str], **extra: object) -> TaskDef:
+    heads = "H * " if name != "attention" else ""
+    kv = {"attention": "", "mha": "H * ", "gqa": "G * ", "mqa": ""}[name]
+    fields: dict[str, object] = {
+        "name": name,
+        "title": title,
+        "level": 2,
+        "what": f"{what} {ATTN_RULE}",
+        "regions": regions,
+        "baseline": ATTN_BASELINE,
+        "domain": ATTN_DOMAIN,
+        "flops": f"{heads}(4 * M * N * D + 5 * M * N)",
+        "bytes": f"({heads}2 * M * D + {kv}2 * N * D) * itemsize",
+        "distributions": MM_DISTRIBUTIONS,
+        "tolerance": MM_TOLERANCE,
+    }
+    fields.update(extra)
+    return TaskDef(**fields)  # type: ignore[arg-type]
+
+
+def _heads(rows: list[tuple[int, ...]], keys: tuple[str, ...]) -> list[Config]:
+    dtypes = ["float32", "bfloat16", "float32", "bfloat16", "float32"]
+    hw: list[Config] = [{}, {}, {}, {"hw_mlen": 16}, SMALL_HW]
+    return [
+        {"name": f"C{i + 1}", **dict(zip(keys, row, strict=True)), "dtype": dtypes[i], **hw[i]}
+        for i, row in enumerate(rows)
+    ]
+
+
+TASKS["attention"] = _attn(
+    "attention",
+    "Scaled dot-product attention",
+    "Compute o = softmax(q @ k^T / sqrt(D)) @ v for one head: q (M, D) queries, k and v (N, D) "
+    "keys and values, the softmax along each row.",
+    ["q (M, D): input", "k (N, D): input", "v (N, D): input", "o (M, D): output",
+     "s (M, N): scratch, float32"],
+    visible=_heads(
+        [(64, 64, 64), (96, 80, 64), (128, 256, 64), (50, 70, 40), (100, 72, 48)],
+        ("M", "N", "D"),
+    ),
+    hidden=[
+        {"name": "H1", "M": 1, "N": 1, "D": 1, "dtype": "float32"},
+        {"name": "H2", "M": 33, "N": 17, "D": 20, "dtype": "bfloat16", "hw_mlen": 8, "hw_vlen": 8},
+    ],
+)
+HEAD_DOMAIN = {
+    "H": "{ min = 1, max = 6 }",
+    "M": "{ min = 1, max = 64 }",
+    "N": "{ min = 1, max = 96 }",
+    "D": "{ min = 1, max = 64 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    "hw_mlen": "{ values = [16, 32] }",
+}
+HEAD_SHAPES = [(4, 32, 32, 32), (3, 48, 40, 64), (2, 64, 128, 64), (5, 20, 30, 24), (3, 50, 36, 40)]
+TASKS["mha"] = _attn(
+    "mha",
+    "Multi-head attention",
+    "Compute multi-head attention o[h] = softmax(q[h] @ k[h]^T / sqrt(D)) @ v[h] for H heads.",
+    ["q (H, M, D): input", "k (H, N, D): input", "v (H, N, D): input", "o (H, M, D): output",
+     "s (M, N): scratch, float32"],
+    visible=_heads(HEAD_SHAPES, ("H", "M", "N", "D")),
+    hidden=[
+        {"name": "H1", "H": 1, "M": 1, "N": 1, "D": 1, "dtype": "float32"},
+        {"name": "H2", "H": 3, "M": 9, "N": 13, "D": 17, "dtype": "bfloat16", "hw_mlen": 8,
+         "hw_vlen": 8},
+    ],
+    domain=HEAD_DOMAIN,
+)
+TASKS["gqa"] = _attn(
+    "gqa",
+    "Grouped-query attention",
+    "Compute grouped-query attention: H query heads share G key/value heads (H a multiple of "
+    "G), o[h] = softmax(q[h] @ k[g]^T / sqrt(D)) @ v[g] with g = h // (H // G).",
+    ["q (H, M, D): input", "k (G, N, D): input", "v (G, N, D): input", "o (H, M, D): output",
+     "s (M, N): scratch, float32"],
+    visible=_heads(
+        [(4, 2, 32, 32, 32), (6, 3, 48, 40, 64), (8, 2, 32, 128, 64), (6, 2, 20, 30, 24),
+         (4, 2, 50, 36, 40)],
+        ("H", "G", "M", "N", "D"),
+    ),
+    hidden=[
+        {"name": "H1", "H": 1, "G": 1, "M": 1, "N": 1, "D": 1, "dtype": "float32"},
+        {"name": "H2", "H": 4, "G": 2, "M": 9, "N": 13, "D": 17, "dtype": "bfloat16",
+         "hw_mlen": 8, "hw_vlen": 8},
+    ],
+    domain={**HEAD_DOMAIN, "G": "{ min = 1, max = 3 }"},
+    constraint="H % G == 0",
+)
+TASKS["mqa"] = _attn(
+    "mqa",
+    "Multi-query attention",
+    "Compute multi-query attention: H query heads share one key/value head, "
+    "o[h] = softmax(q[h] @ k^T / sqrt(D)) @ v.",
+    ["q (H, M, D): input", "k (N, D): input", "v (N, D): input", "o (H, M, D): output",
+     "s (M, N): scratch, float32"],
+    visible=_heads(HEAD_SHAPES, ("H", "M", "N", "D")),
+    hidden=[
+        {"name": "H1", "H": 1, "M": 1, "N": 1, "D": 1, "dtype": "float32"},
+        {"name": "H2", "H": 3, "M": 9, "N": 13, "D": 17, "dtype": "bfloat16", "hw_mlen": 8,
+         "hw_vlen": 8},
+    ],
+    domain=HEAD_DOMAIN,
+)

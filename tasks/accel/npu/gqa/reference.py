@@ -1,0 +1,17 @@
+"""Reference of accel/npu/gqa (float64): attention with G key/value heads, each shared by H // G query heads."""
+
+import numpy as np
+
+
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """o[h] = softmax(q[h] @ k[g]^T / sqrt(D)) @ v[g], g = h // (H // G)."""
+    k = k.reshape(-1, *k.shape[-2:])
+    v = v.reshape(-1, *v.shape[-2:])
+    per_group = q.shape[0] // k.shape[0]
+    out = np.empty_like(q)
+    for h in range(q.shape[0]):
+        g = h // per_group
+        s = q[h] @ k[g].T / np.sqrt(q.shape[-1])
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        out[h] = (e / e.sum(axis=-1, keepdims=True)) @ v[g]
+    return out
