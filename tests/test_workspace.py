@@ -104,3 +104,17 @@ def test_refuses_a_used_folder(task, tmp_path: Path) -> None:
     (tmp_path / "ws" / "old.py").write_text("")
     with pytest.raises(ConfigError, match="not empty"):
         build_workspace(task, tmp_path / "ws", device="cpu", budget=Budget())
+
+
+def test_accel_brief_lists_its_tools_and_rules(task, tmp_path: Path) -> None:
+    relu = load_task(TASK_DIR.parents[2] / "tasks" / "accel" / "npu" / "relu")
+    ws = build_workspace(relu, tmp_path / "ws", device="sim:npu", budget=Budget())
+    tools, rules = ws.brief.split("## Tools")[1], ws.brief.split("## Rules")[1]
+    for usage in ("check_syntax [<config>]", "run_eval", "view_output [<config>] [<rows>]"):
+        assert f"`gauntlet-ws {usage}`" in tools
+    assert "`gauntlet-ws profile [<config>]`" in tools and "roofline" in tools
+    assert "not for the numbers of the visible configurations" in rules
+    assert "PyTorch" not in rules and "try" not in rules
+    plain = build_workspace(task, tmp_path / "plain", device="cpu", budget=Budget()).brief
+    assert "PyTorch" in plain.split("## Rules")[1] and "check_syntax" not in plain
+    assert (ws.path / "kernel.asm").read_text() == relu.path("baseline.asm").read_text()

@@ -49,6 +49,26 @@ MAX_CHANGES = 500
 
 Change = Literal["added", "modified", "deleted"]
 
+#: The rules of the brief for kernels in Python, Triton or CUDA.
+GPU_RULES = (
+    "Do the task's work in your own kernel: no calls to the reference, to PyTorch operations or "
+    "libraries that compute the result, and no fallback to them.",
+    "No `try`/`except` around the kernel, no threads, processes or extra streams, no file, "
+    "network or environment access, no patching of timers, PyTorch or the judge.",
+    "No caching of results across calls, no hard-coded values for the visible configurations, "
+    "no lower precision than the task allows.",
+    "Outputs must be plain tensors of the right shape, dtype and device, and inputs must not be "
+    "modified.",
+)
+#: The rules of the brief for assembly programs of the `accel` track.
+ACCEL_RULES = (
+    "Write the program for the symbols the assembler knows (shape symbols, `itemsize`, the "
+    "hardware parameters), not for the numbers of the visible configurations: no hard-coded "
+    "values for them.",
+    "Write only the output and scratch regions, and every output element.",
+    "No lower precision than the task allows.",
+)
+
 
 class WorkspaceConfig(BaseModel):
     """`.gauntlet-ws.json`: what `gauntlet-ws` needs to serve this workspace."""
@@ -285,16 +305,9 @@ def render_brief(task: Task, *, device: str, budget: Budget, reference_files: li
         "",
         "## Rules",
         "",
-        "- Do the task's work in your own kernel: no calls to the reference, to PyTorch "
-        "operations or libraries that compute the result, and no fallback to them.",
-        "- No `try`/`except` around the kernel, no threads, processes or extra streams, no "
-        "file, network or environment access, no patching of timers, PyTorch or the judge.",
-        "- No caching of results across calls, no hard-coded values for the visible "
-        "configurations, no lower precision than the task allows.",
-        "- Outputs must be plain tensors of the right shape, dtype and device, and inputs must "
-        "not be modified.",
-        "",
     ]
+    lines += [f"- {rule}" for rule in (ACCEL_RULES if spec.track == "accel" else GPU_RULES)]
+    lines.append("")
     return "\n".join(lines)
 
 
