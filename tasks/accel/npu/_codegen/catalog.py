@@ -711,3 +711,61 @@ TASKS["mqa"] = _attn(
     ],
     domain=HEAD_DOMAIN,
 )
+
+BLOCK_SIZES = "(H - 2 * KH + 2) * (W - 2 * KW + 2)"
+TASKS["conv_block"] = _mm(
+    "conv_block",
+    "Conv block (conv, bias, ReLU, twice)",
+    "Compute a convolutional block of two valid, stride-1 NHWC convolutions, each followed "
+    "by its bias and ReLU: h = relu(conv(x, w1) + b1), y = relu(conv(h, w2) + b2), where "
+    "conv(x, w)[oh, ow, o] = sum_{kh, kw, c} x[oh + kh, ow + kw, c] * w[kh, kw, c, o]. So "
+    "HM = H - KH + 1, WM = W - KW + 1, OH = HM - KH + 1, OW = WM - KW + 1 (define them with "
+    ".equ). The float32 scratch region h (H1, W1, CM) may hold the intermediate activations.",
+    [
+        "x (H, W, CI): input",
+        "w1 (KH, KW, CI, CM): input",
+        "b1 (CM,): input",
+        "w2 (KH, KW, CM, CO): input",
+        "b2 (CO,): input",
+        "y (OH, OW, CO): output",
+        "h (HM, WM, CM): scratch, float32",
+    ],
+    level=3,
+    baseline=(
+        "two convolutions, each per output row, per output tile and per kernel row gathering "
+        "window tiles with strided DMA, loading filter tiles, waiting and multiplying tile by "
+        "tile; bias and ReLU on each output tile before it is stored and waited for."
+    ),
+    visible=[
+        {"name": "C1", "H": 10, "W": 34, "CI": 16, "CM": 32, "CO": 32, "KH": 3, "KW": 3,
+         "dtype": "float32"},
+        {"name": "C2", "H": 12, "W": 20, "CI": 24, "CM": 40, "CO": 24, "KH": 3, "KW": 3,
+         "dtype": "bfloat16"},
+        {"name": "C3", "H": 8, "W": 66, "CI": 32, "CM": 64, "CO": 32, "KH": 3, "KW": 3,
+         "dtype": "float32"},
+        {"name": "C4", "H": 11, "W": 13, "CI": 8, "CM": 20, "CO": 12, "KH": 3, "KW": 3,
+         "dtype": "bfloat16", "hw_mlen": 16},
+        {"name": "C5", "H": 9, "W": 23, "CI": 12, "CM": 24, "CO": 36, "KH": 3, "KW": 2,
+         "dtype": "float32", **SMALL_HW},
+    ],
+    hidden=[
+        {"name": "H1", "H": 1, "W": 1, "CI": 1, "CM": 1, "CO": 1, "KH": 1, "KW": 1,
+         "dtype": "float32"},
+        {"name": "H2", "H": 7, "W": 13, "CI": 5, "CM": 6, "CO": 7, "KH": 3, "KW": 2,
+         "dtype": "bfloat16", "hw_mlen": 8, "hw_vlen": 8},
+    ],
+    domain={
+        "H": "{ min = 5, max = 12 }",
+        "W": "{ min = 5, max = 40 }",
+        "CI": "{ min = 1, max = 32 }",
+        "CM": "{ min = 1, max = 32 }",
+        "CO": "{ min = 1, max = 48 }",
+        "KH": "{ min = 1, max = 3 }",
+        "KW": "{ min = 1, max = 3 }",
+        "dtype": '{ values = ["float32", "bfloat16"] }',
+        "hw_mlen": "{ values = [16, 32] }",
+    },
+    constraint="2 * KH <= H + 1 and 2 * KW <= W + 1",
+    flops=f"2 * (H - KH + 1) * (W - KW + 1) * CM * KH * KW * CI + 2 * {BLOCK_SIZES} * CO * KH * KW * CM",
+    bytes=f"(H * W * CI + KH * KW * (CI * CM + CM * CO) + CM + CO + {BLOCK_SIZES} * CO) * itemsize",
+)

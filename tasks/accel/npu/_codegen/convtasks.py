@@ -14,33 +14,50 @@ Both gather their windows with strided DMA instead of materializing im2col:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .asm import Asm
-from .matmul import Gemm, baseline_gemm, expert_gemm, expert_layout
+from .matmul import Gemm, Tile, baseline_gemm, expert_gemm, expert_layout, flat_tile
 
 OUT_SHAPE = (".equ OH, H - KH + 1", ".equ OW, W - KW + 1")
 
 
 def conv_gemm(
-    x: str = "x", y: str = "y", ci: str = "CI", co: str = "CO", name: str = "G", **extra: str
+    ci: str = "CI",
+    co: str = "CO",
+    w: str = "W",
+    oh: str = "OH",
+    ow: str = "OW",
+    name: str = "G",
+    **extra: Any,
 ) -> Gemm:
-    """One output row of the convolution as a k-segmented product (bases in a4, a5, a6)."""
+    """The convolution as k-segmented products, one per output row (bases in a4, a5, a6)."""
     return Gemm(
-        m="OW",
+        m=ow,
         n=co,
         k=f"KW * {ci}",
         lda=ci,
         ldb=co,
         ldc=co,
-        batch="OH",
-        a_step=f"W * {ci}",
-        c_step=f"OW * {co}",
+        batch=oh,
+        a_step=f"{w} * {ci}",
+        c_step=f"{ow} * {co}",
         kgroups="KH",
-        a_kstep=f"W * {ci}",
+        a_kstep=f"{w} * {ci}",
         b_kstep=f"KW * {ci} * {co}",
         name=name,
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
+
+
+def baseline_conv(a: Asm, g: Gemm, in_row: str, out_row: str) -> None:
+    """The baseline product per output row (a branch loop: the product nests four loops)."""
+    a(f"li r31, {g.batch}")
+    top = a.label("row")
+    a.place(top)
+    baseline_gemm(a, g)
+    a(f"addai a4, a4, {in_row}", f"addai a6, a6, {out_row}")
+    a("addi r31, r31, -1", f"bne r31, r0, {top}")
 
 
 def _program(title: str, what: str, body: Callable[[Asm], None]) -> str:
@@ -58,13 +75,8 @@ def conv2d() -> tuple[str, str]:
     g = conv_gemm()
 
     def base(a: Asm) -> None:
-        a("la a4, x", "la a5, w", "la a6, y", "li r31, OH")
-        a.comment("a branch loop over the output rows: the product nests four hardware loops")
-        top = a.label("row")
-        a.place(top)
-        baseline_gemm(a, g)
-        a("addai a4, a4, W * CI * itemsize", "addai a6, a6, OW * CO * itemsize")
-        a("addi r31, r31, -1", f"bne r31, r0, {top}")
+        a("la a4, x", "la a5, w", "la a6, y")
+        baseline_conv(a, g, "W * CI * itemsize", "OW * CO * itemsize")
 
     def fast(a: Asm) -> None:
         a("la a4, x", "la a5, w", "la a6, y")
@@ -185,7 +197,53 @@ def depthwise() -> tuple[str, str]:
     )
 
 
+def relu_tile(a: Asm, tile: Tile) -> None:
+    """ReLU on the whole tile, in place."""
+    flat_tile(a, tile.vsram, lambda v: a(f"vmaxs {v}, {v}, f0"))
+
+
+def conv_block() -> tuple[str, str]:
+    """Y = relu(conv(relu(conv(x, w1) + b1), w2) + b2), through the scratch h."""
+    title = "y = relu(conv(relu(conv(x, w1) + b1), w2) + b2); scratch h (HM, WM, CM)"
+    first = conv_gemm(
+        ci="CI", co="CM", w="W", oh="HM", ow="WM", name="A", bias=True, csz="4",
+        epilogue=relu_tile,
+    )
+    second = conv_gemm(
+        ci="CM", co="CO", w="WM", oh="OH", ow="OW", name="B", bias=True, asz="4",
+        epilogue=relu_tile,
+    )
+    shapes = (
+        ("HM", "H - KH + 1"),
+        ("WM", "W - KW + 1"),
+        ("OH", "HM - KH + 1"),
+        ("OW", "WM - KW + 1"),
+    )
+
+    def program(what: str, emit: Callable[[Asm, Gemm, str, str], None]) -> str:
+        a = Asm(title, what)
+        for name, value in shapes:
+            a.equ(name, value)
+        a.comment("h = relu(conv(x, w1) + b1)")
+        a("la a4, x", "la a5, w1", "la a6, h", "la a7, b1")
+        emit(a, first, "W * CI * itemsize", "WM * CM * 4")
+        a.comment("y = relu(conv(h, w2) + b2)")
+        a("la a4, h", "la a5, w2", "la a6, y", "la a7, b2")
+        emit(a, second, "WM * CM * 4", "OW * CO * itemsize")
+        return a.text()
+
+    def fast(a: Asm, g: Gemm, in_row: str, out_row: str) -> None:
+        expert_layout(a, g)
+        expert_gemm(a, g)
+
+    return (
+        program("baseline: two convolutions, each per output row and tile by tile", baseline_conv),
+        program("expert: two convolutions, double-buffered window panels, mmb", fast),
+    )
+
+
 GENERATORS: dict[str, Callable[[], tuple[str, str]]] = {
+    "conv_block": conv_block,
     "conv2d": conv2d,
     "depthwise_conv": depthwise,
 }

@@ -38,6 +38,9 @@ def silu_times(region: str, out: str) -> Callable[[Asm, Tile], None]:
 
     def epilogue(a: Asm, tile: Tile) -> None:
         a.comment(f"the matching tile of {region}: same offset from {region} as from {out}")
+        with a.when("M % MLEN"):
+            a.comment("rows past M are never loaded: zero them (the whole tile) first")
+            a("mzero acc3", f"mst [r0 + {tile.scratch}], acc3")
         a(f"addai a3, {tile.hbm}, {region} - {out}")
         a(f"dldv [r0 + {tile.scratch}], [a3], {tile.rows}, {tile.cols}, r4, r5, 7", "dwait 7")
         a(f"li {tile.temp}, {tile.scratch}")

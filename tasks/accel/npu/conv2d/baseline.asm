@@ -6,7 +6,6 @@
     la a5, w
     la a6, y
     li r31, OH
-    ; a branch loop over the output rows: the product nests four hardware loops
 row_1:
 .equ G_KT, cdiv(KW * CI, MLEN)
 .equ G_MT, cdiv(OW, MLEN)

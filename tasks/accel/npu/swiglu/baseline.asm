@@ -122,6 +122,11 @@
             mst [r0 + G_CT], acc0
             li r29, G_CT
             ; the matching tile of u: same offset from u as from y
+            loopi 1 if M % MLEN else 0
+                ; rows past M are never loaded: zero them (the whole tile) first
+                mzero acc3
+                mst [r0 + G_BI + MLEN * MLEN], acc3
+            endloop
             addai a3, a11, u - y
             dldv [r0 + G_BI + MLEN * MLEN], [a3], r7, r9, r4, r5, 7
             dwait 7

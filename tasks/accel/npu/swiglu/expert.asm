@@ -373,6 +373,11 @@ b_stream_12:
             mst [r24], acc0
             mov r29, r24
             ; the matching tile of u: same offset from u as from y
+            loopi 1 if M % MLEN else 0
+                ; rows past M are never loaded: zero them (the whole tile) first
+                mzero acc3
+                mst [r0 + G_VEND], acc3
+            endloop
             addai a3, a10, u - y
             dldv [r0 + G_VEND], [a3], r17, r16, r4, r5, 7
             dwait 7
