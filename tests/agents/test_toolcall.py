@@ -6,15 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.fake_openai import (
-    FakeOpenAI,
-    error,
-    expect,
-    last_tool_output,
-    raw_tool_call,
-    say,
-    tool_call,
-)
 
 from gauntlet.agents import make_agent
 from gauntlet.agents.base import Budget, ModelSettings
@@ -30,6 +21,15 @@ from gauntlet.agents.transcript import (
     render_transcript,
 )
 from gauntlet.errors import ConfigError
+from tests.support.fake_openai import (
+    FakeOpenAI,
+    error,
+    expect,
+    last_tool_output,
+    raw_tool_call,
+    say,
+    tool_call,
+)
 
 
 @pytest.fixture(autouse=True)
