@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import attntasks, convtasks, mlptasks, mmtasks, rows, rowtasks
+from . import attntasks, convtasks, flashtask, mlptasks, mmtasks, rows, rowtasks
 
 #: Task folder name -> (baseline source, expert source).
 GENERATORS: dict[str, Callable[[], tuple[str, str]]] = {}
@@ -30,6 +30,7 @@ GENERATORS.update(mmtasks.GENERATORS)
 GENERATORS.update(convtasks.GENERATORS)
 GENERATORS.update(mlptasks.GENERATORS)
 GENERATORS.update(attntasks.GENERATORS)
+GENERATORS.update(flashtask.GENERATORS)
 
 
 def generate(name: str) -> tuple[str, str]:

@@ -609,8 +609,8 @@ SMALL_HW: Config = {
 
 
 def _attn(name: str, title: str, what: str, regions: list[str], **extra: object) -> TaskDef:
-    heads = "H * " if name != "attention" else ""
-    kv = {"attention": "", "mha": "H * ", "gqa": "G * ", "mqa": ""}[name]
+    heads = "H * " if name in ("mha", "gqa", "mqa") else ""
+    kv = {"mha": "H * ", "gqa": "G * "}.get(name, "")
     fields: dict[str, object] = {
         "name": name,
         "title": title,
@@ -768,4 +768,38 @@ TASKS["conv_block"] = _mm(
     constraint="2 * KH <= H + 1 and 2 * KW <= W + 1",
     flops=f"2 * (H - KH + 1) * (W - KW + 1) * CM * KH * KW * CI + 2 * {BLOCK_SIZES} * CO * KH * KW * CM",
     bytes=f"(H * W * CI + KH * KW * (CI * CM + CM * CO) + CM + CO + {BLOCK_SIZES} * CO) * itemsize",
+)
+
+TASKS["flash_attention"] = _attn(
+    "flash_attention",
+    "FlashAttention-style tiled attention",
+    "Compute o = softmax(q @ k^T / sqrt(D)) @ v for one head with long key sequences: q (M, D) "
+    "queries, k and v (N, D) keys and values, the softmax along each row. Keys and values do "
+    "not fit on chip (the configs shrink MSRAM): tile them and keep running row maxima and sums "
+    "(online softmax).",
+    ["q (M, D): input", "k (N, D): input", "v (N, D): input", "o (M, D): output",
+     "s (M, N): scratch, float32"],
+    visible=[
+        {"name": "C1", "M": 64, "N": 512, "D": 64, "dtype": "float32",
+         "hw_msram_words": 16384},
+        {"name": "C2", "M": 96, "N": 384, "D": 64, "dtype": "bfloat16",
+         "hw_msram_words": 16384},
+        {"name": "C3", "M": 64, "N": 1024, "D": 64, "dtype": "float32"},
+        {"name": "C4", "M": 50, "N": 300, "D": 40, "dtype": "bfloat16", "hw_mlen": 16,
+         "hw_msram_words": 4096},
+        {"name": "C5", "M": 100, "N": 520, "D": 48, "dtype": "float32", **SMALL_HW},
+    ],
+    hidden=[
+        {"name": "H1", "M": 1, "N": 1, "D": 1, "dtype": "float32"},
+        {"name": "H2", "M": 33, "N": 170, "D": 20, "dtype": "bfloat16", "hw_mlen": 8,
+         "hw_vlen": 8, "hw_msram_words": 1024},
+    ],
+    domain={
+        "M": "{ min = 1, max = 96 }",
+        "N": "{ min = 1, max = 1024 }",
+        "D": "{ min = 1, max = 64 }",
+        "dtype": '{ values = ["float32", "bfloat16"] }',
+        "hw_mlen": "{ values = [16, 32] }",
+        "hw_msram_words": "{ values = [8192, 16384] }",
+    },
 )

@@ -1,0 +1,32 @@
+"""Inputs and memory contract of accel/npu/flash_attention.
+
+Regions: q (M, D), k (N, D), v (N, D) -> o (M, D); scratch s (M, N) float32.
+"""
+
+import numpy as np
+
+from gauntlet.accel import MemoryContract
+from gauntlet.judge.asm_backend import draw_array
+
+
+def _shapes(c: dict) -> dict[str, tuple[int, ...]]:
+    return {"q": (c["M"], c["D"]), "k": (c["N"], c["D"]), "v": (c["N"], c["D"])}
+
+
+def contract(config: dict) -> MemoryContract:
+    c = config
+    return MemoryContract.pack(
+        inputs=_shapes(c),
+        outputs={"o": (c["M"], c["D"])},
+        scratch={"s": (c["M"], c["N"])},
+        dtype=c["dtype"],
+        dtypes={"s": "float32"},
+    )
+
+
+def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        name: draw_array(rng, shape, distribution, config["dtype"])
+        for name, shape in _shapes(config).items()
+    }
