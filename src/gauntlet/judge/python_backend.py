@@ -493,6 +493,9 @@ class _Evaluation:
             compiled_baseline=summary.get("compiled"),
             sol=sol,
             sol_fraction=sol / candidate_us if sol is not None and candidate_us > 0 else None,
+            kernels=list(summary.get("kernels", [])),
+            host_us=summary.get("host_us"),
+            event_us=summary.get("event_us"),
         )
         return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
 

@@ -60,6 +60,12 @@ class Timing(_Record):
     """Speed-of-light time of this config on this device (same unit)."""
     sol_fraction: float | None = None
     """sol / candidate: 1.0 is the roofline."""
+    kernels: list[str] = Field(default_factory=list)
+    """GPU kernels the profiler pass saw in one candidate call (first 20)."""
+    host_us: float | None = None
+    """Host-clock time of a device-synchronised candidate call (the cross-check)."""
+    event_us: float | None = None
+    """Event time of the same calls."""
 
 
 class ConfigResult(_Record):
