@@ -132,3 +132,22 @@ def test_budget_is_recorded(fixture_tasks: Path, tmp_path: Path) -> None:
         tmp_path / "run",
     )
     assert store.info().budget.wall_s == 90
+
+
+def test_a_runaway_agent_ends_at_its_budget_and_is_judged(
+    fixture_tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A generic command agent that ignores its budget: the runner's child process and all it
+    # started are killed at the budget plus the grace period, and the attempt is still judged.
+    from gauntlet.agents import child
+
+    monkeypatch.setattr(child, "GRACE_S", 1.0)
+    started = time.monotonic()
+    store = start_run(
+        RunConfig(agents=["generic:sleep 600"], seed=1, device="cpu", budget=Budget(wall_s=2)),
+        tmp_path / "run",
+    )
+    (record,) = store.attempts()
+    assert time.monotonic() - started < 120
+    assert record.agent_status in ("timeout", "budget_exhausted")
+    assert record.verdict is not None  # the workspace as it was (the template) was judged

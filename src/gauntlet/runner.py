@@ -15,7 +15,6 @@ import secrets
 import shutil
 import tempfile
 import threading
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gauntlet import devices, process, suites
 from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings, make_agent
+from gauntlet.agents.child import run_in_child
 from gauntlet.errors import ConfigError, GauntletError, RecordError
 from gauntlet.judge import judge
 from gauntlet.judge.seeds import seed_hash
@@ -275,11 +275,10 @@ def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> At
 
 
 def _run_agent(job: Job, ctx: AgentContext) -> AgentResult:
-    try:
-        return make_agent(job.agent).run(ctx)
-    except Exception:  # noqa: BLE001 - an agent's failure is recorded, never a dead run
-        logger.exception("agent %s failed on %s", job.agent, job.attempt_id)
-        return AgentResult(status="error", message=traceback.format_exc(limit=8)[-4000:])
+    result = run_in_child(job.agent, ctx)
+    if result.status == "error":
+        logger.warning("agent %s failed on %s: %s", job.agent, job.attempt_id, result.message)
+    return result
 
 
 def _keep_submission(task: Task, workspace: Path, dest: Path) -> list[str]:
