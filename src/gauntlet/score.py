@@ -11,9 +11,12 @@ Definitions (DESIGN.md, "Runs, storage, scoring, reports"):
   task then weighs the same, however many attempts it has.
 * A task's deployable speedup is its verdict's speedup (geometric mean over the visible
   configs) when it passes and 1.0 when it does not (the baseline is kept).
-* Speed figures need times. A passing attempt whose verdict carries none (the `cpu` device is
-  not timed) makes every speed metric of its group "n/a, not timed": a figure over the
-  remaining tasks would be one over survivors, and 1.0 would be invented.
+* Speed figures need times. A task judged on a device that is not timed (every verdict of it
+  says so: the `cpu` device) has no speed figures, and is left out of the speed metrics — a
+  choice made by the device, before any agent acted, so the rest is no set of survivors; the
+  metric's task count says how many remain. A passing attempt on a timed device whose verdict
+  still carries no speedup makes every speed metric of its group "n/a": a figure over the
+  other tasks would be one over survivors, and 1.0 would be invented.
 * Fraction of speed-of-light: a passing attempt's verdict figure, 0.0 for an attempt that does
   not pass (it delivers no kernel).
 * Generalization: P(hidden correct | visible correct) over the attempts whose visible configs
@@ -38,6 +41,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
+from gauntlet.judge.pipeline import device_is_timed
 from gauntlet.store import AttemptRecord, RunInfo, RunStore
 
 logger = logging.getLogger(__name__)
@@ -118,6 +122,9 @@ class TaskScore(_Frozen):
     pass_fraction: float = 0.0
     timed: bool = True
     """False when a passing attempt carries no speedup: speed figures are then unknown."""
+    untimed_device: bool = False
+    """Every verdict of the task is from a device that is not timed (judged by the device, not
+    the outcome: a build error on a GPU still counts as timed)."""
     timing_note: str = ""
     """Why a passing attempt carries no speedup."""
     speedup: float | None = None
@@ -508,6 +515,10 @@ def compute_metric(
 ) -> Metric:
     """One metric over the given tasks, with its confidence interval."""
     if spec.needs_timing:
+        timed_devices = [t for t in tasks if not t.untimed_device]
+        if not timed_devices and tasks:
+            return Metric(key=spec.key, n=len(tasks), reason=not_timed(tasks[0].timing_note))
+        tasks = timed_devices
         untimed = [t for t in tasks if not t.timed]
         if untimed:
             return Metric(key=spec.key, n=len(tasks), reason=not_timed(untimed[0].timing_note))
@@ -544,6 +555,7 @@ def compute_metrics(
 
 def fast_p_curve(tasks: Sequence[TaskScore], ps: Iterable[float]) -> list[float] | None:
     """fast_p over all tasks for each p (None when the group is not timed)."""
+    tasks = [t for t in tasks if not t.untimed_device]
     if not tasks or any(not t.timed for t in tasks):
         return None
     return [_mean(t.fast(p) or 0.0 for t in tasks) for p in ps]
@@ -612,6 +624,7 @@ def score_task(
         )
     first = records[0]
     passing = [r for r in records if r.status == "pass"]
+    verdicts = [r.verdict for r in records if r.verdict is not None]
     untimed = [
         r for r in passing if r.verdict is None or not r.verdict.timed or r.verdict.speedup is None
     ]
@@ -670,6 +683,7 @@ def score_task(
         pass_fraction=len(passing) / len(records),
         timed=timed,
         timing_note=timing_note,
+        untimed_device=bool(verdicts) and not any(device_is_timed(v.device) for v in verdicts),
         speedup=speedup,
         passing_speedup=passing_speedup,
         sol_fraction=sol_fraction,

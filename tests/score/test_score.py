@@ -120,15 +120,30 @@ def test_not_timed_reasons_always_say_so() -> None:
     assert not_timed("") == "not timed"
 
 
-def test_untimed_run_where_nothing_passes_keeps_the_baseline(tmp_path: Path) -> None:
+def test_untimed_run_where_nothing_passes_has_no_speed_figures(tmp_path: Path) -> None:
     run = RunBuilder(tmp_path / "run", device="cpu")
-    run.add("t/a", "incorrect")
-    run.add("t/b", "crash")
+    run.add("t/a", "incorrect", device="cpu")
+    run.add("t/b", "crash", device="cpu")
     group = only_group(run.write())
 
-    metric = group.metrics["deployable_speedup"]
-    assert (metric.value, metric.ci_low, metric.ci_high) == (1.0, 1.0, 1.0)
-    assert group.metrics["passing_speedup"].reason == "no task passes"
+    assert value(group, "pass_rate") == 0.0
+    assert group.metrics["deployable_speedup"].value is None
+    assert "not timed" in group.metrics["deployable_speedup"].reason
+
+
+def test_tasks_on_untimed_devices_are_left_out_of_speed_metrics(tmp_path: Path) -> None:
+    # A mixed run (Triton's interpreter on the CPU beside a simulator timed in cycles): the CPU
+    # tasks have no speed figures, whatever their outcome, and the others keep theirs.
+    run = RunBuilder(tmp_path / "run", task_ids=["cpu/a", "cpu/b", "sim/c", "sim/d"])
+    run.add("cpu/a", "pass", device="cpu")
+    run.add("cpu/b", "incorrect", device="cpu")
+    run.add("sim/c", "pass", speedup=4.0, device="sim:npu")
+    run.add("sim/d", "crash", device="sim:npu")
+    group = only_group(run.write())
+
+    assert value(group, "pass_rate") == 0.5
+    assert value(group, "deployable_speedup") == pytest.approx(2.0)
+    assert group.metrics["deployable_speedup"].n == 2
 
 
 def test_missing_attempts_are_failures_but_not_costs(tmp_path: Path) -> None:

@@ -179,6 +179,7 @@ class RunBuilder:
         hidden: int = 2,
         visible_correct: int | None = None,
         timed: bool | None = None,
+        device: str | None = None,
         usage: Usage | None = None,
         verdict: bool = True,
         submission: dict[str, str] | None = None,
@@ -200,7 +201,7 @@ class RunBuilder:
                 visible=visible,
                 hidden=hidden,
                 visible_correct=visible_correct,
-                device=self.device,
+                device=device or self.device,
                 timed=timed,
             )
             if verdict and status != "agent_error"
