@@ -31,9 +31,17 @@ class Attention:
     """Which symbols the task defines (the rest are `.equ`s)."""
 
     title: str
-    heads: str = "H"
-    """Symbol definitions for H and G not given by the config."""
     equs: tuple[tuple[str, str], ...] = ()
+    """Symbol definitions (H, G, ...) the config does not give."""
+    ld: str = "D"
+    """Elements from one row of q, k, v, o to the next."""
+    q_step: str = "M * D"
+    kv_step: str = "N * D"
+    """Elements from one query (key/value) head to the next."""
+    regions: tuple[str, str, str, str, str] = ()  # type: ignore[assignment]
+    """Region names of q, k, v, o and the scores scratch; () takes them from a0..a4."""
+    causal: bool = False
+    """Query i attends to keys j <= i (M == N)."""
 
 
 T = "MLEN * MLEN"
@@ -49,14 +57,17 @@ def _common(a: Asm, att: Attention) -> None:
     a.equ("MT", "cdiv(M, MLEN)")
     a.equ("NS", f"MLEN // {VL}")
     a("fli f1, 1.0", "li r9, D", "itof f5, r9", "fsqrt f5, f5", "fdiv f5, f1, f5")
-    a.comment("a0..a3: q, k, v, o of the current head (the regions are contiguous per head)")
+    if att.regions:
+        q, k, v, o, _ = att.regions
+        a(f"la a0, {q}", f"la a1, {k}", f"la a2, {v}", f"la a3, {o}")
+    a.comment("a0..a3: q, k, v, o of the current head")
 
 
-def _next_kv(a: Asm) -> None:
+def _next_kv(a: Asm, att: Attention) -> None:
     """After a query head: the next group's k and v once HPG heads used them."""
     same = a.label("same_group")
     a("addi r31, r31, -1", f"bne r31, r0, {same}", "li r31, HPG")
-    a("addai a1, a1, N * D * itemsize", "addai a2, a2, N * D * itemsize")
+    a(f"addai a1, a1, ({att.kv_step}) * itemsize", f"addai a2, a2, ({att.kv_step}) * itemsize")
     a.place(same)
     a("nop")
 
@@ -71,30 +82,40 @@ def baseline(att: Attention) -> str:
         flat_tile(a, tile.vsram, lambda v: a(f"vmuls {v}, {v}, f5"))
 
     scores = Gemm(
-        m="M", n="N", k="D", lda="D", ldb="D", ldc="N", trans_b=True, csz="4",
+        m="M", n="N", k="D", lda=att.ld, ldb=att.ld, ldc="N", trans_b=True, csz="4",
         epilogue=scale, name="S",
     )
-    values = Gemm(m="M", n="D", k="N", lda="N", ldb="D", ldc="D", asz="4", name="P")
+    values = Gemm(m="M", n="D", k="N", lda="N", ldb=att.ld, ldc=att.ld, asz="4", name="P")
+    scratch = att.regions[4] if att.regions else "s"
     a("li r31, HPG")
     with a.loop("H"):
         a.comment("s = q[h] @ k[g]^T / sqrt(D)")
-        a("mova a4, a0", "mova a5, a1", "la a6, s")
+        a("mova a4, a0", "mova a5, a1", f"la a6, {scratch}")
         baseline_gemm(a, scores)
-        a.comment("softmax of each row of s, in place")
-        a("la a8, s", "li r1, 1", "li r23, N", "li r25, cdiv(N, VLEN) * VLEN")
+        a.comment(f"softmax of each row of {scratch}, in place")
+        a(f"la a8, {scratch}", "li r1, 1", "li r23, N", "li r25, cdiv(N, VLEN) * VLEN")
+        cols = "r23"
+        if att.causal:
+            a.comment("row i keeps its first i + 1 scores (the load pads the rest with zeros)")
+            a("li r26, 1")
+            cols = "r26"
         with a.loop("M"):
-            a("dldv [r0 + SROW], [a8], r1, r23, r0, r25, 0", "dwait 0")
-            row_reduce_scalar(a, "SROW", "vredmax", "f10", "-inf")
-            each_strip(a, ["SROW"], lambda s: a(f"vsubs {s[0]}, {s[0]}, f10", f"vexp {s[0]}, {s[0]}"))
-            row_reduce_scalar(a, "SROW", "vredsum", "f11", "0.0")
+            a(f"dldv [r0 + SROW], [a8], r1, {cols}, r0, r25, 0", "dwait 0")
+            row_reduce_scalar(a, "SROW", "vredmax", "f10", "-inf", cols)
+            each_strip(
+                a, ["SROW"], lambda s: a(f"vsubs {s[0]}, {s[0]}, f10", f"vexp {s[0]}, {s[0]}"), cols
+            )
+            row_reduce_scalar(a, "SROW", "vredsum", "f11", "0.0", cols)
             a("fdiv f12, f1, f11")
-            each_strip(a, ["SROW"], lambda s: a(f"vmuls {s[0]}, {s[0]}, f12"))
+            each_strip(a, ["SROW"], lambda s: a(f"vmuls {s[0]}, {s[0]}, f12"), cols)
             a("dstv [a8], [r0 + SROW], r1, r23, r0, r25, 1", "dwait 1", "addai a8, a8, N * 4")
+            if att.causal:
+                a("addi r26, r26, 1")
         a.comment("o[h] = s @ v[g]")
-        a("la a4, s", "mova a5, a2", "mova a6, a3")
+        a(f"la a4, {scratch}", "mova a5, a2", "mova a6, a3")
         baseline_gemm(a, values)
-        a("addai a0, a0, M * D * itemsize", "addai a3, a3, M * D * itemsize")
-        _next_kv(a)
+        a(f"addai a0, a0, ({att.q_step}) * itemsize", f"addai a3, a3, ({att.q_step}) * itemsize")
+        _next_kv(a, att)
     return a.text()
 
 
@@ -113,7 +134,7 @@ def expert(att: Attention) -> str:
     a.equ("ZV", "NV + VLEN")
     a.equ("KS", "0")
     a.equ("VS", f"NT * KD * {T}")
-    a("li r1, MLEN", "li r2, D * itemsize", "li r5, MLEN", f"li r8, {T}")
+    a("li r1, MLEN", f"li r2, ({att.ld}) * itemsize", "li r5, MLEN", f"li r8, {T}")
     a.comment("zero the query panel and both MSRAM panels once: partial tiles stay finite")
     a("mzero acc3", "li r9, QP")
     with a.loop("KD"):
@@ -134,7 +155,9 @@ def expert(att: Attention) -> str:
             a("li r12, MASK")
             with a.loop("NS"):
                 a("vmov [r11], [r12]", f"addi r11, r11, {VL}", f"addi r12, r12, {VL}")
-    a("dwait 7", "li r31, 0", "li r30, H")
+    if att.causal:
+        _causal_mask(a)
+    a("dwait 7", "li r31, 0", "li r30, H", "mova a14, a0", "mova a15, a3")
     top = a.label("head")
     a.place(top)
     loaded = a.label("kv_loaded")
@@ -150,18 +173,34 @@ def expert(att: Attention) -> str:
             a(f"addi r11, r11, {T}", f"addi r13, r13, NT * {T}", "sub r10, r10, r9")
             a("addai a10, a10, MLEN * itemsize", "addai a11, a11, MLEN * itemsize")
         a(f"addi r12, r12, {T}", "sub r6, r6, r7")
-        a("addai a8, a8, MLEN * D * itemsize", "addai a9, a9, MLEN * D * itemsize")
-    a("addai a1, a1, N * D * itemsize", "addai a2, a2, N * D * itemsize", "dwait 4")
+        a(f"addai a8, a8, MLEN * ({att.ld}) * itemsize")
+        a(f"addai a9, a9, MLEN * ({att.ld}) * itemsize")
+    a(f"addai a1, a1, ({att.kv_step}) * itemsize", f"addai a2, a2, ({att.kv_step}) * itemsize")
+    a("dwait 4")
     a.place(loaded)
-    a("addi r31, r31, -1", "li r6, M")
+    a("addi r31, r31, -1", "li r6, M", "mova a0, a14", "mova a3, a15", "li r26, 0")
     with a.loop("MT"):
-        _query_tile(a)
+        _query_tile(a, att)
+    a(f"addai a14, a14, ({att.q_step}) * itemsize", f"addai a15, a15, ({att.q_step}) * itemsize")
     a("addi r30, r30, -1", f"bne r30, r0, {top}")
     a("dfence")
     return a.text()
 
 
-def _query_tile(a: Asm) -> None:
+def _causal_mask(a: Asm) -> None:
+    """The diagonal key tile's mask, built once: 0 where column <= row, else -inf."""
+    a.equ("CMASK", f"ZV + VLEN")
+    a("li r11, CMASK", "li r12, 0")
+    with a.loop("MLEN"):
+        a("itof f7, r12", "li r10, 0")
+        with a.loop("NS"):
+            a("viota [r0 + TV]", "itof f9, r10", "vadds [r0 + TV], [r0 + TV], f9")
+            a("vcmps m1, [r0 + TV], f7, le", "vsel [r11], m1, [r0 + ZV], [r0 + NV]")
+            a(f"addi r11, r11, {VL}", f"addi r10, r10, {VL}")
+        a("addi r12, r12, 1")
+
+
+def _query_tile(a: Asm, att: Attention) -> None:
     a("min r7, r6, r1")
     a.comment("the query panel, scaled by 1/sqrt(D)")
     a("li r10, D", "mova a8, a0", "li r11, QP")
@@ -180,17 +219,26 @@ def _query_tile(a: Asm) -> None:
             a("mmt acc0, [r13], [r12]", f"addi r13, r13, {T}", f"addi r12, r12, {T}")
         a("mst [r11], acc0", f"addi r11, r11, {T}")
 
-    with a.loop("NT - 1"):
-        score("mzero acc0")
-    with a.when("N % MLEN"):
-        score("mld acc0, [r0 + MASK]")
-    with a.loop("0 if N % MLEN else 1"):
-        score("mzero acc0")
+    if att.causal:
+        a.comment("causal: the key tiles before the diagonal one (r26 of them), then the diagonal")
+        with a.loop("r26"):
+            score("mzero acc0")
+        score("mld acc0, [r0 + CMASK]")
+        a("addi r27, r26, 1")
+    else:
+        with a.loop("NT - 1"):
+            score("mzero acc0")
+        with a.when("N % MLEN"):
+            score("mld acc0, [r0 + MASK]")
+        with a.loop("0 if N % MLEN else 1"):
+            score("mzero acc0")
+    tiles = "r27" if att.causal else "NT"
+    before = "r26" if att.causal else "NT - 1"
     a.comment("RT = elementwise max of the score tiles")
     a("li r11, SP", "li r12, RT")
     with a.loop(f"{T} // {VL}"):
         a("vmov [r12], [r11]", f"addi r11, r11, {VL}", f"addi r12, r12, {VL}")
-    with a.loop("NT - 1"):
+    with a.loop(before):
         a("li r12, RT")
         with a.loop(f"{T} // {VL}"):
             a("vmax [r12], [r12], [r11]", f"addi r11, r11, {VL}", f"addi r12, r12, {VL}")
@@ -204,7 +252,7 @@ def _query_tile(a: Asm) -> None:
         with a.loop("NS"):
             a("vbcast [r9], f0", f"addi r9, r9, {VL}")
         a("mov r10, r14")
-        with a.loop("NT"):
+        with a.loop(tiles):
             a("mov r9, r13")
             with a.loop("NS"):
                 a("vsubs [r10], [r10], f10", "vexp [r10], [r10]", "vadd [r9], [r9], [r10]")
@@ -218,8 +266,13 @@ def _query_tile(a: Asm) -> None:
     a.comment("o tile = p @ v (mmb over the key tiles), once the last o tile has left")
     a("dwait 1", "li r11, OT", "li r12, VS")
     with a.loop("KD"):
-        a("mzero acc1", "mmb acc1, [r0 + SP], [r12], NT", "mst [r11], acc1")
-        a(f"addi r11, r11, {T}", f"addi r12, r12, NT * {T}")
+        if att.causal:
+            a("mzero acc1", "li r13, SP", "mov r14, r12")
+            with a.loop(tiles):
+                a("mm acc1, [r13], [r14]", f"addi r13, r13, {T}", f"addi r14, r14, {T}")
+        else:
+            a("mzero acc1", "mmb acc1, [r0 + SP], [r12], NT")
+        a("mst [r11], acc1", f"addi r11, r11, {T}", f"addi r12, r12, NT * {T}")
     a("li r13, OT", "li r15, RSV")
     with a.loop("MLEN"):
         a("mov r9, r13")
@@ -233,6 +286,8 @@ def _query_tile(a: Asm) -> None:
         a("min r9, r10, r1", "dstv [a9], [r11], r7, r9, r2, r5, 1")
         a(f"addi r11, r11, {T}", "addai a9, a9, MLEN * itemsize", "sub r10, r10, r9")
     a("mul r9, r7, r2", "adda a0, a0, r9", "adda a3, a3, r9", "sub r6, r6, r7")
+    if att.causal:
+        a("addi r26, r26, 1")
 
 
 VARIANTS: dict[str, Attention] = {

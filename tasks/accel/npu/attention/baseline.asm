@@ -12,7 +12,7 @@
     itof f5, r9
     fsqrt f5, f5
     fdiv f5, f1, f5
-    ; a0..a3: q, k, v, o of the current head (the regions are contiguous per head)
+    ; a0..a3: q, k, v, o of the current head
 .equ SROW, 4 * MLEN * MLEN
     li r31, HPG
     loopi H
@@ -209,13 +209,13 @@
             addai a10, a10, MLEN * (D) * itemsize
             sub r6, r6, r7
         endloop
-        addai a0, a0, M * D * itemsize
-        addai a3, a3, M * D * itemsize
+        addai a0, a0, (M * D) * itemsize
+        addai a3, a3, (M * D) * itemsize
         addi r31, r31, -1
         bne r31, r0, same_group_1
         li r31, HPG
-        addai a1, a1, N * D * itemsize
-        addai a2, a2, N * D * itemsize
+        addai a1, a1, (N * D) * itemsize
+        addai a2, a2, (N * D) * itemsize
     same_group_1:
         nop
     endloop

@@ -10,7 +10,7 @@
     itof f5, r9
     fsqrt f5, f5
     fdiv f5, f1, f5
-    ; a0..a3: q, k, v, o of the current head (the regions are contiguous per head)
+    ; a0..a3: q, k, v, o of the current head
 .equ QP, 0
 .equ SP, QP + KD * MLEN * MLEN
 .equ RT, SP + NT * MLEN * MLEN
@@ -23,7 +23,7 @@
 .equ KS, 0
 .equ VS, NT * KD * MLEN * MLEN
     li r1, MLEN
-    li r2, D * itemsize
+    li r2, (D) * itemsize
     li r5, MLEN
     li r8, MLEN * MLEN
     ; zero the query panel and both MSRAM panels once: partial tiles stay finite
@@ -70,6 +70,8 @@
     dwait 7
     li r31, 0
     li r30, H
+    mova a14, a0
+    mova a15, a3
 head_1:
     bne r31, r0, kv_loaded_2
     li r31, HPG
@@ -98,15 +100,18 @@ head_1:
         endloop
         addi r12, r12, MLEN * MLEN
         sub r6, r6, r7
-        addai a8, a8, MLEN * D * itemsize
-        addai a9, a9, MLEN * D * itemsize
+        addai a8, a8, MLEN * (D) * itemsize
+        addai a9, a9, MLEN * (D) * itemsize
     endloop
-    addai a1, a1, N * D * itemsize
-    addai a2, a2, N * D * itemsize
+    addai a1, a1, (N * D) * itemsize
+    addai a2, a2, (N * D) * itemsize
     dwait 4
 kv_loaded_2:
     addi r31, r31, -1
     li r6, M
+    mova a0, a14
+    mova a3, a15
+    li r26, 0
     loopi MT
         min r7, r6, r1
         ; the query panel, scaled by 1/sqrt(D)
@@ -260,6 +265,8 @@ kv_loaded_2:
         adda a3, a3, r9
         sub r6, r6, r7
     endloop
+    addai a14, a14, (M * D) * itemsize
+    addai a15, a15, (M * D) * itemsize
     addi r30, r30, -1
     bne r30, r0, head_1
     dfence
