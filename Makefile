@@ -28,6 +28,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	bash scripts/test_setup.sh
 	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 manual: $(VENV)/.installed
