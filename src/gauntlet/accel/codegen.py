@@ -115,6 +115,9 @@ class BoundProgram:
         self.program = program
         size = len(program)
         self.starts = _block_starts(program)
+        self.wide = _wide_spaces(program)
+        # Copies left fresh by an earlier program on this machine may be stale by now.
+        machine.forget_wide()
         self.steps: list[Step] = [_Lazy(self, pc, MAX_BLOCK).run for pc in range(size)]
         self.steps.append(_halt)
         self.single: list[Step] = [_Lazy(self, pc, 1).run for pc in range(size)]
@@ -127,7 +130,9 @@ class BoundProgram:
         end = pc + 1
         while end < len(instructions) and end - pc < limit and end not in self.starts:
             end += 1
-        compiled = _compiled(self.machine.platform, instructions[pc:end], end)
+        block = instructions[pc:end]
+        rounds = limit // len(block) if _repeats(block) else 1
+        compiled = _compiled(self.machine.platform, block, end, self.wide, rounds)
         self._lines[compiled.code] = compiled.lines
         consts: list[Any] = []
         for decoded in instructions[pc:end]:
@@ -195,14 +200,45 @@ def _block_starts(program: Program) -> set[int]:
     return starts
 
 
-def _compiled(platform: Platform, block: tuple[Decoded, ...], end: int) -> _Compiled:
+def _repeats(block: tuple[Decoded, ...]) -> bool:
+    """Whether the block is a loop on its own.
+
+    Only its last instruction has a binder, and that one may go back to the block's start (the
+    end of a loop whose body the block is, or a branch to a label there).
+    """
+    *body, last = block
+    if last.instruction.binder is None or any(d.instruction.binder for d in body):
+        return False
+    start = block[0].pc
+    if last.instruction.block == "close" and last.partner is not None:
+        return last.partner + 1 == start
+    return any(
+        isinstance(f.kind, Label) and value == start
+        for f, value in zip(last.instruction.fields, last.operands, strict=True)
+    )
+
+
+def _wide_spaces(program: Program) -> frozenset[str]:
+    """The SRAMs the program reads wide: its writes to them must mark the float64 copy stale."""
+    return frozenset(
+        f.kind.space
+        for decoded in program.instructions
+        for f in decoded.instruction.fields
+        if f.wide and isinstance(f.kind, Mem)
+    )
+
+
+def _compiled(
+    platform: Platform, block: tuple[Decoded, ...], end: int, wide: frozenset[str], rounds: int
+) -> _Compiled:
     """The compiled code of a block (cached on the platform)."""
-    key = ("block", end, tuple((d.pc, d.instruction.mnemonic, d.operands) for d in block))
+    operands = tuple((d.pc, d.instruction.mnemonic, d.operands) for d in block)
+    key = ("block", end, operands, wide, rounds)
     cache: dict[Any, _Compiled] = platform.derived.setdefault("blocks", {})
     cached = cache.get(key)
     if cached is not None:
         return cached
-    source, lines = _BlockSource(platform, block, end).source()
+    source, lines = _BlockSource(platform, block, end, wide, rounds).source()
     namespace: dict[str, Any] = {}
     name = f"<accel block {platform.name} {block[0].pc}-{end}>"
     exec(compile(source, name, "exec"), namespace)  # noqa: S102 - generated from the ISA table
@@ -219,10 +255,22 @@ def _compiled(platform: Platform, block: tuple[Decoded, ...], end: int) -> _Comp
 class _BlockSource:
     """The Python source of `factory(m, consts) -> block` for a run of instructions."""
 
-    def __init__(self, platform: Platform, block: tuple[Decoded, ...], end: int) -> None:
+    def __init__(
+        self,
+        platform: Platform,
+        block: tuple[Decoded, ...],
+        end: int,
+        wide: frozenset[str],
+        rounds: int = 1,
+    ) -> None:
         self.platform = platform
         self.block = block
         self.end = end
+        self.wide = wide
+        """SRAMs the program reads wide (writes to them mark the float64 copy stale)."""
+        self.rounds = rounds
+        """Up to how many times one call runs the block while its last step goes back to its
+        start (a loop body): 1 for a plain block."""
         self.shared: dict[str, str] = {}
         """Names bound once per block from the machine, in order: name -> expression."""
         self.info = _platform_info(platform)
@@ -239,7 +287,19 @@ class _BlockSource:
             if ins.binder is not None:
                 self.addresses.clear()
                 call = ["m.t = t", f"p = C{k}()"]
-                if k + 1 == count:
+                if k + 1 == count and self.rounds > 1:
+                    # Back to the start: run the block again without leaving, as the run loop
+                    # would, at most `rounds` times per call (so a run stops at its step limit).
+                    # `m.executed` counts every round, so a fault unwinds within the last one.
+                    call += [
+                        f"m.executed += {count}",
+                        f"if p != {self.block[0].pc} or rounds == 1:",
+                        "    return p",
+                        "rounds -= 1",
+                        "t = m.t",
+                        "RELOAD",
+                    ]
+                elif k + 1 == count:
                     # The block ends here whatever the step returns.
                     call += [f"m.executed += {count}", "return p"]
                 else:
@@ -270,15 +330,20 @@ class _BlockSource:
         where: dict[int, _Line] = {}
         for line in ["t = m.t", *reload]:
             lines.append(f"        {line}")
+        indent = "        "
+        if self.rounds > 1:
+            lines.append(f"        rounds = {self.rounds}")
+            lines.append("        while True:")
+            indent += "    "
         for body, line_info in chunks:
             for text in body:
                 if text == "RELOAD":
                     for item in reload:
-                        lines.append(f"        {item}")
+                        lines.append(f"{indent}{item}")
                         if line_info is not None:
                             where[len(lines)] = line_info
                     continue
-                lines.append(f"        {text}")
+                lines.append(f"{indent}{text}")
                 if line_info is not None:
                     where[len(lines)] = line_info
         if self.block[-1].instruction.binder is None:
@@ -424,6 +489,12 @@ class _Instance:
 
     def call(self, args: list[str], returns: bool) -> None:
         semantics = self.ins.semantics
+        for index, work in enumerate(self.ins.work):
+            dims = [self.formula(d) for d in work]
+            if not all(d.isdigit() for d in dims):
+                raise ValueError(f"'{self.ins.mnemonic}': work shape {work} uses vl")
+            name = f"WORK_{'_'.join(dims)}_{index}"
+            args = [*args, self.block.share(name, f"m.work(({', '.join(dims)},), {index})")]
         template = _INFIX.get(semantics)
         if template is not None and len(args) == 2:
             expression = template.format(*args)
@@ -496,12 +567,26 @@ class _Instance:
             entry = self.address(i, kind, sid, register, offset, words)
             self.block.addresses[key] = entry
         address, stop = entry.start, entry.stop
-        if reads and not entry.written:
+        unwritten = (
+            f"if {written}.find(0, {address}, {stop}) >= 0: "
+            f"m.uninit_sram({sid}, {address}, {words})"
+        )
+        wide = f.wide and reads and not writes
+        if wide:
+            # The float64 copy, brought up to date where a write made it stale. Fresh words
+            # were written (a wide read checked them before widening them), so written-ness
+            # needs checking only where the copy is stale.
             self.may_fault = True
-            self.body.append(
-                f"if {written}.find(0, {address}, {stop}) >= 0: "
-                f"m.uninit_sram({sid}, {address}, {words})"
-            )
+            fresh = self.block.share(f"FR_{space}", f"m.sram[{space!r}].fresh")
+            self.body.append(f"if {fresh}.find(0, {address}, {stop}) >= 0:")
+            if not entry.written:
+                self.body.append(f"    {unwritten}")
+            self.body.append(f"    m.widen({sid}, {address}, {stop})")
+            entry.written = True
+            data = self.block.share(f"WD_{space}", f"m.sram[{space!r}].wide")
+        elif reads and not entry.written:
+            self.may_fault = True
+            self.body.append(unwritten)
             # Words once written stay written: later reads of the range need no check.
             entry.written = True
         self.may_fault = True
@@ -518,16 +603,27 @@ class _Instance:
                 f"{written}[{address}:{stop}] = {ones}"
             )
             self.marks.append(entry)
+        if writes and space in self.block.wide:
+            fresh = self.block.share(f"FR_{space}", f"m.sram[{space!r}].fresh")
+            zeros = self.block.share("ZEROS", "m.zeros")
+            writeback.append(f"{fresh}[{address}:{stop}] = {zeros}[:{words}]")
         if space in self.info.shared:
             accesses.append((str(sid), address, stop, writes))
-        view = self.view(f, space, spec.align, spec.words, data, address, stop, fixed, static)
+        view = self.view(f, spec.align, spec.words, data, address, stop, fixed, static)
         if view.isidentifier():
             return view
         name = entry.views.get(view)
         if name is None:
             # Instructions of the block that access the same operand share one view.
             name = entry.views[view] = f"v{self.k}_{i}"
-            self.body.append(f"{name} = {view}")
+            if static or not all(self.formula(d).isdigit() for d in f.shape):
+                self.body.append(f"{name} = {view}")
+            else:
+                # A tile at a register address: its view, kept per address, costs a dict
+                # lookup instead of building a NumPy view every time.
+                cache = self.block.share(f"VC{self.k}_{i}", "{}")
+                self.body.append(f"{name} = {cache}.get({address})")
+                self.body.append(f"if {name} is None: {name} = {cache}[{address}] = {view}")
         return name
 
     def address(
@@ -562,7 +658,6 @@ class _Instance:
     def view(
         self,
         f: Field,
-        space: str,
         align: int,
         capacity: int,
         data: str,
@@ -579,7 +674,7 @@ class _Instance:
         elif len(dims) == 2 and dims[1].isdigit() and align % int(dims[1]) == 0:
             # Rows of an aligned tile: a slice of the SRAM seen as rows, no reshape per call.
             cols = int(dims[1])
-            rows = self.block.share(f"D_{space}_{cols}", f"{data}.reshape(-1, {cols})")
+            rows = self.block.share(f"{data}_{cols}", f"{data}.reshape(-1, {cols})")
             if capacity % cols:
                 expression = f"{flat}.reshape({', '.join(dims)})"
             else:

@@ -422,6 +422,11 @@ class Field:
     """For memory and array registers: the shape accessed, as formulas (`("vl",)`)."""
     doc: str = ""
     """What the operand means, for the manual (`rows to transfer`)."""
+    wide: bool = False
+    """For memory read: the semantics uses the operand only through its exact float64 values
+    (it converts with `astype(np.float64, copy=False)` first), so the simulator may pass its
+    float64 copy of the words instead of an fp32 view. The results are the same either way;
+    the copy saves a conversion per instruction when the same words are read again."""
 
 
 @dataclass(frozen=True)
@@ -458,6 +463,10 @@ class Instruction:
     """Opens or closes a structured block (hardware loops); the assembler pairs them."""
     latency: str = "0"
     """Cycles after the unit finishes until the result is visible, as a formula."""
+    work: tuple[tuple[str, ...], ...] = ()
+    """Shapes (formulas) of float64 scratch arrays the semantics takes after the operands. The
+    simulator passes arrays allocated once per machine; a reference call passes none and the
+    semantics allocates its own (scratch never changes a result, only saves allocations)."""
 
     def __post_init__(self) -> None:
         if (self.semantics is None) == (self.binder is None):

@@ -46,9 +46,16 @@ class Halt(Exception):
 
 
 class SramState:
-    """The contents of one SRAM and which of its words were ever written."""
+    """The contents of one SRAM and which of its words were ever written.
 
-    __slots__ = ("name", "sid", "data", "written", "words", "align")
+    `wide` is a float64 copy of the words that wide operands (`Field.wide`) read instead of
+    converting the same fp32 words again for every instruction; `fresh` says which of its words
+    are current. Only a wide read makes a word fresh (`Machine.widen`) and every write through
+    the simulator makes it stale again, so words written behind the simulator's back (tests
+    poking `data` before a run) are simply not fresh.
+    """
+
+    __slots__ = ("name", "sid", "data", "written", "words", "align", "wide", "fresh")
 
     def __init__(self, name: str, sid: int, words: int, align: int) -> None:
         self.name = name
@@ -57,6 +64,9 @@ class SramState:
         self.align = align
         self.data = np.full(words, np.nan, dtype=np.float32)
         self.written = bytearray(words)
+        # Untouched pages of np.empty cost nothing until a wide read fills them.
+        self.wide = np.empty(words, dtype=np.float64)
+        self.fresh = bytearray(words)
 
 
 class HbmRegion:
@@ -144,6 +154,8 @@ class Machine:
         "executed",
         "ones",
         "ones_vl",
+        "zeros",
+        "scratch",
         "env",
     )
 
@@ -187,6 +199,8 @@ class Machine:
             self.sram_by_id.append(state)
         self.ones = memoryview(b"\x01" * max((s.words for s in platform.spaces), default=1))
         self.ones_vl = self.ones[: self.vl]
+        self.zeros = memoryview(bytes(len(self.ones)))
+        self.scratch: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
         units = platform.units
         self.t = 0
         self.free = [0] * len(units)
@@ -259,6 +273,7 @@ class Machine:
         flat = np.asarray(values, dtype=np.float32).reshape(-1)
         state.data[address : address + flat.size] = flat
         state.written[address : address + flat.size] = self.ones[: flat.size]
+        state.fresh[address : address + flat.size] = self.zeros[: flat.size]
 
     # -- faults ---------------------------------------------------------------------------
 
@@ -308,8 +323,31 @@ class Machine:
             self.check_pending(sid, address, address + words, write)
 
     def mark_sram(self, sid: int, address: int, words: int) -> None:
-        """Record that SRAM words were written."""
-        self.sram_by_id[sid].written[address : address + words] = self.ones[:words]
+        """Record that SRAM words were written (their float64 copy is stale)."""
+        state = self.sram_by_id[sid]
+        state.written[address : address + words] = self.ones[:words]
+        state.fresh[address : address + words] = self.zeros[:words]
+
+    def widen(self, sid: int, lo: int, hi: int) -> None:
+        """Bring the float64 copy of SRAM words [lo, hi) up to date for a wide read."""
+        state = self.sram_by_id[sid]
+        state.wide[lo:hi] = state.data[lo:hi]
+        state.fresh[lo:hi] = self.ones[: hi - lo]
+
+    def work(self, shape: tuple[int, ...], index: int) -> np.ndarray:
+        """Float64 scratch array `index` of this shape for semantics (`Instruction.work`).
+
+        One per machine rather than per module, so runs on other threads have their own.
+        """
+        array = self.scratch.get((shape, index))
+        if array is None:
+            array = self.scratch[shape, index] = np.zeros(shape, dtype=np.float64)
+        return array
+
+    def forget_wide(self) -> None:
+        """Mark every float64 copy stale: a program that never reads wide does not keep them."""
+        for state in self.sram_by_id:
+            state.fresh[:] = self.zeros[: state.words]
 
     # -- timing ---------------------------------------------------------------------------
 

@@ -203,33 +203,99 @@ def _vsel(d: np.ndarray, mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> None
     np.copyto(d, np.where(mask, a, b))
 
 
-def _accumulate(acc: np.ndarray, product: np.ndarray) -> None:
-    # One rounding to fp32 of acc + product (the product is exact enough in float64).
-    np.add(acc, product, out=acc, casting="same_kind")
+def _wide(a: np.ndarray) -> np.ndarray:
+    # Matrix operands are marked `wide`: the simulator may pass its float64 copy of the words,
+    # which is then used as is (same values and layout as converting the fp32 view here).
+    return a.astype(F64, copy=False)
 
 
-def _mm(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    _accumulate(acc, np.dot(a.astype(F64), b.astype(F64)))
+def _accumulate(acc: np.ndarray, product: np.ndarray, total: np.ndarray | None) -> None:
+    # One rounding to fp32 of acc + product (the product is exact enough in float64): the
+    # float64 sum (acc first, as NaN payloads go) rounded once, as a mixed-type np.add into acc
+    # would do, but in plain float64 arrays (NumPy's casting buffers cost more than the calls).
+    if total is None:
+        total = acc.astype(F64)
+    else:
+        total[...] = acc
+    np.add(total, product, total)
+    acc[...] = total
 
 
-def _mmt(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    _accumulate(acc, np.dot(a.astype(F64), b.T.astype(F64)))
+def _mm(
+    acc: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    product: np.ndarray | None = None,
+    total: np.ndarray | None = None,
+) -> None:
+    # The hot instruction of tile-granular code, so `_product` is inlined. The simulator
+    # passes scratch only with wide (float64) operands: np.dot refuses fp32 ones into it.
+    if product is None or total is None:
+        _accumulate(acc, np.dot(_wide(a), _wide(b)), None)
+        return
+    np.dot(a, b, product)
+    total[...] = acc
+    np.add(total, product, total)
+    acc[...] = total
 
 
-def _mmb(acc: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> None:
+def _product(
+    d: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    product: np.ndarray | None,
+    total: np.ndarray | None,
+) -> None:
+    """Accumulate a @ b (float64 operands) into d, rounding once to fp32."""
+    if product is None:
+        _accumulate(d, np.dot(a, b), None)
+    else:
+        _accumulate(d, np.dot(a, b, product), total)
+
+
+def _mmt(
+    acc: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    product: np.ndarray | None = None,
+    total: np.ndarray | None = None,
+) -> None:
+    _product(acc, _wide(a), _wide(b.T), product, total)
+
+
+def _mmb(
+    acc: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    n: int,
+    product: np.ndarray | None = None,
+    total: np.ndarray | None = None,
+) -> None:
     rows = acc.shape[0]
     # sum_t A_t @ B_t is one long dot product: [A_0 A_1 ...] @ [B_0; B_1; ...].
     wide = a.transpose(1, 0, 2).reshape(rows, -1)
     tall = b.reshape(-1, b.shape[-1])
-    _accumulate(acc, np.dot(wide.astype(F64), tall.astype(F64)))
+    _product(acc, _wide(wide), _wide(tall), product, total)
 
 
-def _mv(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    _accumulate(d, np.dot(a.astype(F64), b.astype(F64)))
+def _mv(
+    d: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    product: np.ndarray | None = None,
+    total: np.ndarray | None = None,
+) -> None:
+    _product(d, _wide(a), _wide(b), product, total)
 
 
-def _mvt(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    _accumulate(d, np.dot(b.astype(F64), a.astype(F64)))
+def _mvt(
+    d: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    product: np.ndarray | None = None,
+    total: np.ndarray | None = None,
+) -> None:
+    _product(d, _wide(b), _wide(a), product, total)
 
 
 def _copy(d: np.ndarray, a: np.ndarray) -> None:
@@ -1116,7 +1182,9 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     # Matrix.
     acc_rw = F("acc", Reg(acc), "readwrite", tile)
     a_tile = F("va", vmem, "read", tile)
-    b_tile = F("mb", mmem, "read", tile)
+    # The products read their operands as float64 (`wide`): see `_wide`.
+    a_wide = F("va", vmem, "read", tile, wide=True)
+    b_tile = F("mb", mmem, "read", tile, wide=True)
     mm_doc = (
         "A is a tile of VSRAM, B a tile of MSRAM, each MLEN x MLEN fp32 words stored row-major "
         "and contiguous. Each dot product is formed exactly enough (in float64) that only the "
@@ -1135,7 +1203,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     )
     add(
         mnemonic="mm",
-        fields=(acc_rw, a_tile, b_tile),
+        fields=(acc_rw, a_wide, b_tile),
         group="matrix",
         unit="matrix",
         cost="2 * mlen",
@@ -1145,10 +1213,11 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         "into the array, MLEN to stream the rows of A.",
         example="mm acc0, [r1], [r2]",
         semantics=_mm,
+        work=(tile, tile),
     )
     add(
         mnemonic="mmt",
-        fields=(acc_rw, a_tile, b_tile),
+        fields=(acc_rw, a_wide, b_tile),
         group="matrix",
         unit="matrix",
         cost="2 * mlen",
@@ -1157,13 +1226,14 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         description=mm_doc + " Useful for Q @ K^T with K loaded row-major.",
         example="mmt acc1, [r1], [r2]",
         semantics=_mmt,
+        work=(tile, tile),
     )
     add(
         mnemonic="mmb",
         fields=(
             acc_rw,
-            F("va", vmem, "read", ("n", "mlen", "mlen")),
-            F("mb", mmem, "read", ("n", "mlen", "mlen")),
+            F("va", vmem, "read", ("n", "mlen", "mlen"), wide=True),
+            F("mb", mmem, "read", ("n", "mlen", "mlen"), wide=True),
             F("n", Imm(1, 256), doc="tile pairs"),
         ),
         group="matrix",
@@ -1176,11 +1246,12 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         "cost (n + 1) * MLEN cycles instead of 2n * MLEN. The chain rounds to fp32 once.",
         example="mmb acc0, [r1], [r2], 4",
         semantics=_mmb,
+        work=(tile, tile),
     )
     vec_m = ("mlen",)
     add(
         mnemonic="mv",
-        fields=(F("vd", vmem, "readwrite", vec_m), F("va", vmem, "read", vec_m), b_tile),
+        fields=(F("vd", vmem, "readwrite", vec_m), F("va", vmem, "read", vec_m, wide=True), b_tile),
         group="matrix",
         unit="matrix",
         cost="mlen + 1",
@@ -1190,10 +1261,11 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         "bandwidth-bound).",
         example="mv [r3], [r1], [r2]",
         semantics=_mv,
+        work=(vec_m, vec_m),
     )
     add(
         mnemonic="mvt",
-        fields=(F("vd", vmem, "readwrite", vec_m), F("va", vmem, "read", vec_m), b_tile),
+        fields=(F("vd", vmem, "readwrite", vec_m), F("va", vmem, "read", vec_m, wide=True), b_tile),
         group="matrix",
         unit="matrix",
         cost="mlen + 1",
@@ -1201,6 +1273,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="vd <- vd + B @ va (vectors of MLEN words)",
         example="mvt [r3], [r1], [r2]",
         semantics=_mvt,
+        work=(vec_m, vec_m),
     )
     add(
         mnemonic="mst",
