@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import attntasks, convtasks, flashtask, mlptasks, mmtasks, rows, rowtasks
+from . import attntasks, blocktasks, convtasks, flashtask, mlptasks, mmtasks, rows, rowtasks
 
 #: Task folder name -> (baseline source, expert source).
 GENERATORS: dict[str, Callable[[], tuple[str, str]]] = {}
@@ -31,6 +31,7 @@ GENERATORS.update(convtasks.GENERATORS)
 GENERATORS.update(mlptasks.GENERATORS)
 GENERATORS.update(attntasks.GENERATORS)
 GENERATORS.update(flashtask.GENERATORS)
+GENERATORS.update(blocktasks.GENERATORS)
 
 
 def generate(name: str) -> tuple[str, str]:

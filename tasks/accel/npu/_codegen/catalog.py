@@ -803,3 +803,69 @@ TASKS["flash_attention"] = _attn(
         "hw_msram_words": "{ values = [8192, 16384] }",
     },
 )
+
+TASKS["llama_block"] = TaskDef(
+    name="llama_block",
+    title="LLaMA-style decoder block",
+    level=3,
+    what="Compute a LLaMA-style pre-norm decoder block on one sequence of S tokens with H "
+    "heads of D dimensions (model dimension DM = H * D; define it with .equ), float32: "
+    "h = rmsnorm(x) * g1 with rmsnorm(x) = x / sqrt(mean(x^2) + 1e-5) per row; q = h @ wq, "
+    "k = h @ wk, v = h @ wv; RoPE on q and k, per head in its rotate-half form (head columns "
+    "[x1, x2] -> [x1 * cos - x2 * sin, x2 * cos + x1 * sin], the tables given for every head); "
+    "causal attention per head (token i attends to tokens j <= i, scores scaled by 1/sqrt(D)), "
+    "a (S, DM) the heads side by side; x2 = x + a @ wo; h = rmsnorm(x2) * g2; "
+    "y = x2 + (silu(h @ wg) * (h @ wu)) @ wd with silu(g) = g / (1 + exp(-g)). The scratch "
+    "regions may hold the intermediates (their names suggest which).",
+    regions=[
+        "x (S, DM): input",
+        "g1 (DM,): input",
+        "wq (DM, DM): input",
+        "wk (DM, DM): input",
+        "wv (DM, DM): input",
+        "wo (DM, DM): input",
+        "g2 (DM,): input",
+        "wg (DM, F): input",
+        "wu (DM, F): input",
+        "wd (F, DM): input",
+        "cos (S, H, D / 2): input",
+        "sin (S, H, D / 2): input",
+        "y (S, DM): output",
+        "hn (S, DM): scratch",
+        "q (S, DM): scratch",
+        "k (S, DM): scratch",
+        "v (S, DM): scratch",
+        "a (S, DM): scratch",
+        "x2 (S, DM): scratch",
+        "u (S, F): scratch",
+        "gt (S, F): scratch",
+        "s (S, S): scratch",
+    ],
+    baseline="the baselines of its parts in order (row streams one row at a time, products "
+    "tile by tile, attention through the scores scratch).",
+    visible=[
+        {"name": "C1", "S": 64, "H": 2, "D": 32, "F": 128, "dtype": "float32"},
+        {"name": "C2", "S": 48, "H": 4, "D": 16, "F": 96, "dtype": "float32"},
+        {"name": "C3", "S": 96, "H": 2, "D": 64, "F": 256, "dtype": "float32"},
+        {"name": "C4", "S": 40, "H": 3, "D": 16, "F": 80, "dtype": "float32", "hw_mlen": 16},
+        {"name": "C5", "S": 50, "H": 2, "D": 24, "F": 72, "dtype": "float32", **SMALL_HW},
+    ],
+    hidden=[
+        {"name": "H1", "S": 1, "H": 1, "D": 2, "F": 1, "dtype": "float32"},
+        {"name": "H2", "S": 20, "H": 2, "D": 10, "F": 30, "dtype": "float32", "hw_mlen": 8,
+         "hw_vlen": 8},
+    ],
+    domain={
+        "S": "{ min = 1, max = 64 }",
+        "H": "{ min = 1, max = 4 }",
+        "D": "{ min = 2, max = 32 }",
+        "F": "{ min = 1, max = 128 }",
+        "dtype": '{ values = ["float32"] }',
+        "hw_mlen": "{ values = [16, 32] }",
+    },
+    constraint="D % 2 == 0",
+    flops="2 * S * H * D * (4 * H * D + 3 * F) + 4 * S * S * H * D",
+    bytes="(2 * S * H * D + 4 * (H * D) ** 2 + 3 * H * D * F + S * H * D) * itemsize",
+    distributions=MM_DISTRIBUTIONS,
+    tolerance={"float32": (2e-4, 2e-4)},
+)

@@ -33,12 +33,37 @@ def gelu_tile(a: Asm, tile: Tile) -> None:
     flat_tile(a, tile.vsram, lambda v: gelu(a, v, v, f"[r0 + {tile.scratch}]"))
 
 
-def silu_times(region: str, out: str) -> Callable[[Asm, Tile], None]:
+def load_matching(a: Asm, tile: Tile, region: str, out: str, rows: str) -> None:
+    """Load the tile of `region` (shaped and typed as `out`) at the output tile's offset."""
+    a.comment(f"the matching tile of {region}: same offset from {region} as from {out}")
+    with a.when(f"{rows} % MLEN"):
+        a.comment("rows past the end are never loaded: zero them (the whole tile) first")
+        a("mzero acc3", f"mst [r0 + {tile.scratch}], acc3")
+    a(f"addai a3, {tile.hbm}, {region} - {out}")
+    a(f"dldv [r0 + {tile.scratch}], [a3], {tile.rows}, {tile.cols}, r4, r5, 7", "dwait 7")
+
+
+def plus(region: str, out: str, rows: str) -> Callable[[Asm, Tile], None]:
+    """tile + the same tile of `region` (a residual connection), in place."""
+
+    def epilogue(a: Asm, tile: Tile) -> None:
+        load_matching(a, tile, region, out, rows)
+        a(f"li {tile.temp}, {tile.scratch}")
+
+        def body(v: str) -> None:
+            a(f"vadd {v}, {v}, [{tile.temp}]", f"addi {tile.temp}, {tile.temp}, min(MLEN, VLEN)")
+
+        flat_tile(a, tile.vsram, body)
+
+    return epilogue
+
+
+def silu_times(region: str, out: str, rows: str = "M") -> Callable[[Asm, Tile], None]:
     """silu(tile) * the same tile of `region` (same shape and dtype as `out`), in place."""
 
     def epilogue(a: Asm, tile: Tile) -> None:
         a.comment(f"the matching tile of {region}: same offset from {region} as from {out}")
-        with a.when("M % MLEN"):
+        with a.when(f"{rows} % MLEN"):
             a.comment("rows past M are never loaded: zero them (the whole tile) first")
             a("mzero acc3", f"mst [r0 + {tile.scratch}], acc3")
         a(f"addai a3, {tile.hbm}, {region} - {out}")

@@ -190,9 +190,11 @@ def layernorm_kernel() -> RowKernel:
     )
 
 
-def rmsnorm_kernel() -> RowKernel:
+def rmsnorm_kernel(
+    x: str = "x", w: str = "w", y: str = "y", rows: str = "ROWS", cols: str = "COLS"
+) -> RowKernel:
     """Y = x / sqrt(mean(x^2) + EPS) * w per row."""
-    consts = {"f7": "1e-5", "f8": "1 / COLS"}
+    consts = {"f7": "1e-5", "f8": f"1 / ({cols})"}
 
     def scale(a: Asm, src: str, dst: str) -> None:
         each_strip(
@@ -235,20 +237,27 @@ def rmsnorm_kernel() -> RowKernel:
 
     return RowKernel(
         title="RMSNorm over the rows of x (ROWS, COLS) with weight w (COLS)",
-        rows="ROWS",
-        cols="COLS",
-        ins=(Operand("x"),),
-        outs=(Operand("y"),),
-        vectors=("w",),
+        rows=rows,
+        cols=cols,
+        ins=(Operand(x),),
+        outs=(Operand(y),),
+        vectors=(w,),
         baseline=base,
         expert=fast,
         constants=consts,
     )
 
 
-def rope_kernel() -> RowKernel:
+def rope_kernel(
+    x: str = "x",
+    cos: str = "cos",
+    sin: str = "sin",
+    y: str = "y",
+    rows: str = "ROWS",
+    cols: str = "COLS",
+) -> RowKernel:
     """Rotate-half RoPE: y = [x1 cos - x2 sin, x2 cos + x1 sin] for x = [x1, x2] per row."""
-    half = "COLS // 2"
+    half = f"{cols} // 2"
 
     def base(a: Asm, block: Block) -> None:
         def row(p: list[str]) -> None:
@@ -273,26 +282,26 @@ def rope_kernel() -> RowKernel:
 
     return RowKernel(
         title="rotary embedding of x (ROWS, COLS) with cos, sin (ROWS, COLS / 2)",
-        rows="ROWS",
+        rows=rows,
         cols=half,
         ins=(
-            Operand("x", stride="COLS"),
-            Operand("x", offset=half, stride="COLS"),
-            Operand("cos"),
-            Operand("sin"),
+            Operand(x, stride=cols),
+            Operand(x, offset=half, stride=cols),
+            Operand(cos),
+            Operand(sin),
         ),
-        outs=(Operand("y", stride="COLS"), Operand("y", offset=half, stride="COLS")),
+        outs=(Operand(y, stride=cols), Operand(y, offset=half, stride=cols)),
         baseline=base,
         expert=fast,
     )
 
 
 KERNELS: dict[str, Callable[[], RowKernel]] = {
-    "rope": rope_kernel,
+    "rope": lambda: rope_kernel(),
     "relu": lambda: pointwise_kernel("ReLU of x (ROWS, COLS)", relu, {}),
     "silu": lambda: pointwise_kernel("SiLU of x (ROWS, COLS)", silu, {}),
     "gelu": lambda: pointwise_kernel("GELU (tanh form) of x (ROWS, COLS)", gelu, GELU_CONSTANTS),
     "softmax": softmax_kernel,
     "layernorm": layernorm_kernel,
-    "rmsnorm": rmsnorm_kernel,
+    "rmsnorm": lambda: rmsnorm_kernel(),
 }

@@ -14,7 +14,7 @@
     fli f1, 1.0
     fli f2, -1.0
     fli f7, 1e-5
-    fli f8, 1 / COLS
+    fli f8, 1 / (COLS)
     ; w is used by every row: load it once
     la a4, w
     dldv [r0 + VEC_0], [a4], r1, r23, r0, r25, 7
