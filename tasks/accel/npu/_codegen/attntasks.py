@@ -42,6 +42,8 @@ class Attention:
     """Region names of q, k, v, o and the scores scratch; () takes them from a0..a4."""
     causal: bool = False
     """Query i attends to keys j <= i (M == N)."""
+    scaled: bool = True
+    """Scores scaled by 1/sqrt(D) (T5 leaves them unscaled)."""
 
 
 T = "MLEN * MLEN"
@@ -56,7 +58,10 @@ def _common(a: Asm, att: Attention) -> None:
     a.equ("NT", "cdiv(N, MLEN)")
     a.equ("MT", "cdiv(M, MLEN)")
     a.equ("NS", f"MLEN // {VL}")
-    a("fli f1, 1.0", "li r9, D", "itof f5, r9", "fsqrt f5, f5", "fdiv f5, f1, f5")
+    if att.scaled:
+        a("fli f1, 1.0", "li r9, D", "itof f5, r9", "fsqrt f5, f5", "fdiv f5, f1, f5")
+    else:
+        a("fli f1, 1.0", "fli f5, 1.0")
     if att.regions:
         q, k, v, o, _ = att.regions
         a(f"la a0, {q}", f"la a1, {k}", f"la a2, {v}", f"la a3, {o}")

@@ -869,3 +869,71 @@ TASKS["llama_block"] = TaskDef(
     distributions=MM_DISTRIBUTIONS,
     tolerance={"float32": (2e-4, 2e-4)},
 )
+
+TASKS["t5_block"] = TaskDef(
+    name="t5_block",
+    title="T5-style decoder block",
+    level=3,
+    what="Compute a T5-style pre-norm decoder block on S tokens attending to an encoder output "
+    "enc (T, DM), H heads of D dimensions (model dimension DM = H * D; define it with .equ), "
+    "float32, no biases, T5's unscaled attention scores (no relative position bias): with "
+    "rmsnorm(x) = x / sqrt(mean(x^2) + 1e-5) per row and attention(q, k, v) per head "
+    "softmax(q_h @ k_h^T) @ v_h (head h: columns h * D .. h * D + D; the q, k, v weights are "
+    "given (DM, H, D), laid out as (DM, DM)): h = rmsnorm(x) * g1, x2 = x + causal "
+    "attention(h @ wq1, h @ wk1, h @ wv1) @ wo1 (token i attends to tokens j <= i); "
+    "h = rmsnorm(x2) * g2, x3 = x2 + attention(h @ wq2, enc @ wk2, enc @ wv2) @ wo2; "
+    "h = rmsnorm(x3) * g3, y = x3 + relu(h @ wi) @ wf. The scratch regions may hold the "
+    "intermediates (their names suggest which).",
+    regions=[
+        "x (S, DM): input",
+        "enc (T, DM): input",
+        "g1 (DM,): input",
+        "wq1 (DM, H, D): input",
+        "wk1 (DM, H, D): input",
+        "wv1 (DM, H, D): input",
+        "wo1 (DM, DM): input",
+        "g2 (DM,): input",
+        "wq2 (DM, H, D): input",
+        "wk2 (DM, H, D): input",
+        "wv2 (DM, H, D): input",
+        "wo2 (DM, DM): input",
+        "g3 (DM,): input",
+        "wi (DM, F): input",
+        "wf (F, DM): input",
+        "y (S, DM): output",
+        "hn, q, k, v, a, x2, x3 (S, DM): scratch (in this order)",
+        "kc, vc (T, DM): scratch",
+        "hf (S, F): scratch",
+        "ss (S, S): scratch",
+        "sc (S, T): scratch",
+    ],
+    baseline="the baselines of its parts in order (row streams one row at a time, products "
+    "tile by tile, attention through the scores scratch).",
+    visible=[
+        {"name": "C1", "S": 32, "T": 48, "H": 2, "D": 32, "F": 128, "dtype": "float32"},
+        {"name": "C2", "S": 48, "T": 40, "H": 4, "D": 16, "F": 96, "dtype": "float32"},
+        {"name": "C3", "S": 64, "T": 96, "H": 2, "D": 64, "F": 256, "dtype": "float32"},
+        {"name": "C4", "S": 40, "T": 24, "H": 3, "D": 16, "F": 80, "dtype": "float32",
+         "hw_mlen": 16},
+        {"name": "C5", "S": 50, "T": 37, "H": 2, "D": 24, "F": 72, "dtype": "float32",
+         **SMALL_HW},
+    ],
+    hidden=[
+        {"name": "H1", "S": 1, "T": 1, "H": 1, "D": 1, "F": 1, "dtype": "float32"},
+        {"name": "H2", "S": 20, "T": 13, "H": 2, "D": 10, "F": 30, "dtype": "float32",
+         "hw_mlen": 8, "hw_vlen": 8},
+    ],
+    domain={
+        "S": "{ min = 1, max = 64 }",
+        "T": "{ min = 1, max = 64 }",
+        "H": "{ min = 1, max = 4 }",
+        "D": "{ min = 1, max = 32 }",
+        "F": "{ min = 1, max = 128 }",
+        "dtype": '{ values = ["float32"] }',
+        "hw_mlen": "{ values = [16, 32] }",
+    },
+    flops="2 * (H * D) * (6 * S * H * D + 2 * T * H * D + 2 * S * F) + 4 * H * D * S * (S + T)",
+    bytes="(2 * S * H * D + T * H * D + 8 * (H * D) ** 2 + 2 * H * D * F) * itemsize",
+    distributions=MM_DISTRIBUTIONS,
+    tolerance={"float32": (2e-4, 2e-4)},
+)

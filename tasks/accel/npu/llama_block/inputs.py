@@ -46,7 +46,7 @@ def _fan_in(n: int) -> float:
 
 
 def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict[str, np.ndarray]:
-    """Weights scaled by their fan-in; the RoPE tables of positions 0.. repeated per head."""
+    """Weights scaled by their fan-in; the RoPE tables of S positions, repeated per head."""
     rng = np.random.default_rng(seed)
     c, dtype = config, config["dtype"]
     shapes = _inputs(c)
@@ -61,7 +61,8 @@ def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict
     out["wd"] *= _fan_in(c["F"])
     half = c["D"] // 2
     freq = 10000.0 ** (-2.0 * np.arange(half) / c["D"])
-    angle = np.arange(c["S"])[:, None] * freq[None, :]
+    start = int(rng.integers(0, 512))  # the block sees positions start .. start + S - 1
+    angle = (start + np.arange(c["S"]))[:, None] * freq[None, :]
     shape = shapes["cos"]
     out["cos"] = np.broadcast_to(np.cos(angle)[:, None, :], shape).astype(np.float32)
     out["sin"] = np.broadcast_to(np.sin(angle)[:, None, :], shape).astype(np.float32)
