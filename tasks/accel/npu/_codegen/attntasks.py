@@ -1,9 +1,10 @@
-"""Attention on the npu: scaled dot-product attention and its multi-head, grouped-query and
-multi-query forms.
+"""Attention on the npu: single-head, multi-head, grouped-query and multi-query.
 
 Every variant is o[h] = softmax(q[h] @ k[g]^T / sqrt(D)) @ v[g] for query heads h < H and
-key/value heads g = h // (H // G): q, o (H, M, D), k, v (G, N, D), all contiguous, so the
-single-head task is H = G = 1.
+key/value heads g = h // (H // G). By default q, o (H, M, D) and k, v (G, N, D) are contiguous
+(the single-head task is H = G = 1); blocks pass row and head strides (heads side by side in
+(S, H * D) matrices), region names, a causal mask (query i sees keys j <= i) and unscaled
+scores.
 
 - **baseline**: per head, the GEMM baseline writes the scaled scores to the float32 scratch s
   (M, N), a row-at-a-time softmax rewrites s in place (scalar reductions strip by strip), and
@@ -11,7 +12,9 @@ single-head task is H = G = 1.
 - **expert**: k[g] and v[g] stay in MSRAM (loaded once per key/value head, so the query heads
   of a group share them). Per tile of MLEN queries: the query panel is pre-scaled by
   1/sqrt(D), `mmt` chains give the score tiles; the padded key columns of the last tile get
-  -inf through the accumulator (`mld` of a mask tile built once); the softmax runs on the
+  -inf through the accumulator (`mld` of a mask tile built once; causal: the key tiles past
+  the diagonal are skipped, the diagonal one starts from a triangular mask tile built once);
+  the softmax runs on the
   panel in VSRAM (tile-wise max, per-row exp and sums into vectors); `mmb` chains multiply the
   probabilities by v[g]; the rows are scaled by their reciprocal sums and stored.
 """
@@ -87,8 +90,16 @@ def baseline(att: Attention) -> str:
         flat_tile(a, tile.vsram, lambda v: a(f"vmuls {v}, {v}, f5"))
 
     scores = Gemm(
-        m="M", n="N", k="D", lda=att.ld, ldb=att.ld, ldc="N", trans_b=True, csz="4",
-        epilogue=scale, name="S",
+        m="M",
+        n="N",
+        k="D",
+        lda=att.ld,
+        ldb=att.ld,
+        ldc="N",
+        trans_b=True,
+        csz="4",
+        epilogue=scale,
+        name="S",
     )
     values = Gemm(m="M", n="D", k="N", lda="N", ldb=att.ld, ldc=att.ld, asz="4", name="P")
     scratch = att.regions[4] if att.regions else "s"
@@ -134,7 +145,7 @@ def expert(att: Attention) -> str:
     a.equ("OT", f"RT + {T}")
     a.equ("MASK", f"OT + KD * {T}")
     a.equ("RSV", f"MASK + {T}")
-    a.equ("TV", f"RSV + MLEN * VLEN")
+    a.equ("TV", "RSV + MLEN * VLEN")
     a.equ("NV", "TV + VLEN")
     a.equ("ZV", "NV + VLEN")
     a.equ("KS", "0")
@@ -194,7 +205,7 @@ def expert(att: Attention) -> str:
 
 def _causal_mask(a: Asm) -> None:
     """The diagonal key tile's mask, built once: 0 where column <= row, else -inf."""
-    a.equ("CMASK", f"ZV + VLEN")
+    a.equ("CMASK", "ZV + VLEN")
     a("li r11, CMASK", "li r12, 0")
     with a.loop("MLEN"):
         a("itof f7, r12", "li r10, 0")

@@ -28,8 +28,8 @@ from .asm import HEADER, Asm
 from .attntasks import Attention
 from .attntasks import baseline as attention_baseline
 from .attntasks import expert as attention_expert
-from .matmul import Gemm, baseline_gemm, expert_gemm, expert_layout
 from .convtasks import relu_tile
+from .matmul import Gemm, baseline_gemm, expert_gemm, expert_layout
 from .mlptasks import plus, silu_times
 from .rowtasks import rmsnorm_kernel, rope_kernel
 
@@ -49,7 +49,7 @@ def compose(title: str, what: str, stages: list[Stage], expert: bool, equs: list
         joined = "\n".join(body)
         if names:
             pattern = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
-            joined = pattern.sub(lambda m: f"{prefix}_{m.group(1)}", joined)
+            joined = pattern.sub(lambda m, p=prefix: f"{p}_{m.group(1)}", joined)
         out += ["", f"; ---- stage {prefix}", "    setvli VLEN", joined]
     return "\n".join([*out, "    halt", ""])
 

@@ -4,7 +4,8 @@ Both gather their windows with strided DMA instead of materializing im2col:
 
 - **conv2d** is a sum over kernel rows of matrix products. For output row `oh` and kernel row
   `kh`, the window rows of the output pixels `ow` are `x[oh + kh, ow : ow + KW, :]`, i.e.
-  KW * CI contiguous elements every CI elements: a strided (overlapping) matrix (OW, KW * CI) times the weight slice w[kh] (KW * CI, CO). So it is a `Gemm` with KH k
+  KW * CI contiguous elements every CI elements: a strided (overlapping) matrix
+  (OW, KW * CI) times the weight slice w[kh] (KW * CI, CO). So it is a `Gemm` with KH k
   segments, batched over the output rows.
 - **depthwise conv** has no reduction across channels: each tap is a vector multiply-add of a
   shifted input row with the tap's weight vector. The DMA lands input row pixels CPV words
@@ -84,7 +85,7 @@ def conv2d() -> tuple[str, str]:
         expert_gemm(a, g)
 
     return (
-        _program(title, "baseline: per output row, window tiles by strided DMA, tile by tile", base),
+        _program(title, "baseline: per output row, windows by strided DMA, tile by tile", base),
         _program(title, "expert: per output row, double-buffered window panels, mmb", fast),
     )
 
@@ -167,7 +168,7 @@ def depthwise() -> tuple[str, str]:
             a(f"dwait {cur}", f"dwait {2 + cur}")
             _zero(a, f"OUT_{cur}", "OW * CPV")
             a.comment("tap (kh, kw), strip s: out[ow] += in[kh * W + ow + kw] * w[kh, kw] (vfma)")
-            a(f"li r7, WV", f"li r9, IN_{cur}")
+            a("li r7, WV", f"li r9, IN_{cur}")
             with a.loop("KH"):
                 a("mov r10, r9")
                 with a.loop("KW"):
@@ -206,11 +207,25 @@ def conv_block() -> tuple[str, str]:
     """Y = relu(conv(relu(conv(x, w1) + b1), w2) + b2), through the scratch h."""
     title = "y = relu(conv(relu(conv(x, w1) + b1), w2) + b2); scratch h (HM, WM, CM)"
     first = conv_gemm(
-        ci="CI", co="CM", w="W", oh="HM", ow="WM", name="A", bias=True, csz="4",
+        ci="CI",
+        co="CM",
+        w="W",
+        oh="HM",
+        ow="WM",
+        name="A",
+        bias=True,
+        csz="4",
         epilogue=relu_tile,
     )
     second = conv_gemm(
-        ci="CM", co="CO", w="WM", oh="OH", ow="OW", name="B", bias=True, asz="4",
+        ci="CM",
+        co="CO",
+        w="WM",
+        oh="OH",
+        ow="OW",
+        name="B",
+        bias=True,
+        asz="4",
         epilogue=relu_tile,
     )
     shapes = (

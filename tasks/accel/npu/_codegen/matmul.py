@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from .asm import Asm
 
+
 @dataclass(frozen=True)
 class Tile:
     """Where an epilogue finds the output tile: registers set when it runs."""

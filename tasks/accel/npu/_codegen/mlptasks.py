@@ -44,7 +44,7 @@ def load_matching(a: Asm, tile: Tile, region: str, out: str, rows: str) -> None:
 
 
 def plus(region: str, out: str, rows: str) -> Callable[[Asm, Tile], None]:
-    """tile + the same tile of `region` (a residual connection), in place."""
+    """Tile + the same tile of `region` (a residual connection), in place."""
 
     def epilogue(a: Asm, tile: Tile) -> None:
         load_matching(a, tile, region, out, rows)

@@ -10,7 +10,11 @@ from gauntlet.judge.asm_backend import draw_array
 
 
 def _shapes(c: dict) -> dict[str, tuple[int, ...]]:
-    return {"q": (c["H"], c["M"], c["D"]), "k": (c["H"], c["N"], c["D"]), "v": (c["H"], c["N"], c["D"])}
+    return {
+        "q": (c["H"], c["M"], c["D"]),
+        "k": (c["H"], c["N"], c["D"]),
+        "v": (c["H"], c["N"], c["D"]),
+    }
 
 
 def contract(config: dict) -> MemoryContract:
