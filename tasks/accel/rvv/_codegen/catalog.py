@@ -526,3 +526,78 @@ TASKS: dict[str, TaskDef] = {
         tolerance={"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 2e-2)},
     ),
 }
+
+TASKS["llama_block"] = TaskDef(
+    name="llama_block",
+    title="LLaMA-style decoder block",
+    level=3,
+    what="Compute a LLaMA-style pre-norm decoder block on one sequence of S tokens with H heads "
+    "of D dimensions (model dimension DM = H * D; define it with .equ), float32: h = rmsnorm(x) "
+    "* g1 with rmsnorm(x) = x / sqrt(mean(x^2) + 1e-5) per row; q = h @ wq, k = h @ wk, v = h "
+    "@ wv (wq, wk, wv are (DM, DM) matrices whose columns are grouped by head, head h the "
+    "columns h * D .. h * D + D - 1); attention per head, every token attending to every token "
+    "(no mask, no position embedding): a[:, head] = softmax(q_h @ k_h^T / sqrt(D)) @ v_h, the "
+    "heads side by side in a (S, DM); x2 = x + a @ wo; h = rmsnorm(x2) * g2; y = x2 + (silu(h "
+    "@ wg) * (h @ wu)) @ wd with silu(g) = g / (1 + exp(-g)). There are more regions than "
+    "pointer registers: load the others by name (p.set). The scratch regions may hold the "
+    "intermediates (their names suggest which).",
+    regions=[
+        "x (S, DM): input",
+        "g1 (DM): input",
+        "wq (DM, H, D): input",
+        "wk (DM, H, D): input",
+        "wv (DM, H, D): input",
+        "wo (DM, DM): input",
+        "g2 (DM): input",
+        "wg (DM, F): input",
+        "wu (DM, F): input",
+        "wd (F, DM): input",
+        "y (S, DM): output",
+        "hn (S, DM): scratch",
+        "q (S, DM): scratch",
+        "k (S, DM): scratch",
+        "v (S, DM): scratch",
+        "a (S, DM): scratch",
+        "x2 (S, DM): scratch",
+        "u (S, F): scratch",
+        "gt (S, F): scratch",
+        "s (S, S): scratch",
+    ],
+    baseline="the baselines of its parts in order, through the scratch regions: the multi-pass "
+    "RMSNorm row by row, every product as the GEMM baseline (a scalar load of the left operand "
+    "and a multiply-add per k, one register per strip), the attention of each head as the "
+    "attention baseline (scores query by query as dot products, a multi-pass softmax, the "
+    "values as a GEMM), the residuals and the gate folded into the products.",
+    visible=[
+        {"name": "C1", "S": 32, "H": 2, "D": 16, "F": 64, "dtype": "float32"},
+        {"name": "C2", "S": 24, "H": 4, "D": 8, "F": 96, "dtype": "float32"},
+        {"name": "C3", "S": 16, "H": 2, "D": 32, "F": 128, "dtype": "float32", **WIDE},
+        {"name": "C4", "S": 20, "H": 3, "D": 12, "F": 48, "dtype": "float32", "hw_vlen": 16},
+        {"name": "C5", "S": 13, "H": 2, "D": 10, "F": 40, "dtype": "float32", **NARROW},
+    ],
+    hidden=[
+        {"name": "H1", "S": 1, "H": 1, "D": 1, "F": 1, "dtype": "float32"},
+        {
+            "name": "H2",
+            "S": 7,
+            "H": 3,
+            "D": 6,
+            "F": 26,
+            "dtype": "float32",
+            "hw_vlen": 8,
+            "hw_line_bytes": 128,
+        },
+    ],
+    domain={
+        "S": "{ min = 1, max = 32 }",
+        "H": "{ min = 1, max = 4 }",
+        "D": "{ min = 1, max = 16 }",
+        "F": "{ min = 1, max = 96 }",
+        "dtype": '{ values = ["float32"] }',
+        "hw_vlen": "{ values = [16, 32, 64] }",
+    },
+    flops="2 * S * H * D * (4 * H * D + 3 * F) + 4 * S * S * H * D",
+    bytes="(2 * S * H * D + 4 * (H * D) ** 2 + 3 * H * D * F) * itemsize",
+    distributions=MM_DISTRIBUTIONS,
+    tolerance={"float32": (2e-4, 2e-4)},
+)

@@ -158,25 +158,32 @@ class Rows:
     """Per-column input vectors after x (gamma, beta; w)."""
     fast: Callable[[Asm, str, str, str, list[str]], None]
     """Compute one row held in registers: (x, work, scratch, column vectors) -> y in work."""
-    passes: Callable[[Asm, str, list[str]], None]
-    """Strip-mined passes over one row at LMUL `lmul`: (lmul, column-vector pointers)."""
+    passes: Callable[[Asm, str, list[str], str], None]
+    """Strip-mined passes over one row at LMUL `lmul`: (lmul, column-vector pointers, COLS)."""
     fast_lmul: int
 
 
-def row_baseline(a: Asm, rows: Rows, x: str, y: str, vectors: list[str]) -> None:
-    """Row by row, every pass strip-mined at LMUL 1 with a reduction per strip."""
+def row_baseline(
+    a: Asm, rows: Rows, x: str, y: str, vectors: list[str], n: str = "ROWS", cols: str = "COLS"
+) -> None:
+    """Row by row, every pass strip-mined at LMUL 1 with a reduction per strip.
+
+    `n` rows of `cols` elements (symbols; the block tasks run row kernels of several widths).
+    """
     a(f"p.mov p8, {x}", f"p.mov p9, {y}")
-    with a.loop("s20", "ROWS"):
-        rows.passes(a, "m1", vectors)
-        a("p.addk p8, p8, COLS * itemsize", "p.addk p9, p9, COLS * itemsize")
+    with a.loop("s20", n):
+        rows.passes(a, "m1", vectors, cols)
+        a(f"p.addk p8, p8, {cols} * itemsize", f"p.addk p9, p9, {cols} * itemsize")
 
 
-def row_expert(a: Asm, rows: Rows, x: str, y: str, vectors: list[str]) -> None:
+def row_expert(
+    a: Asm, rows: Rows, x: str, y: str, vectors: list[str], n: str = "ROWS", cols: str = "COLS"
+) -> None:
     """Rows that fit in one register group stay there, two rows in flight; else long strips."""
     lmul = rows.fast_lmul
     big, end = a.label("long_rows"), a.label("rows_done")
-    a(f"s.set s31, 1 if COLS <= {lmul} * VLEN else 0", f"j.eq s31, s0, {big}")
-    a(f"v.cfgk s0, COLS, m{lmul}")
+    a(f"s.set s31, 1 if {cols} <= {lmul} * VLEN else 0", f"j.eq s31, s0, {big}")
+    a(f"v.cfgk s0, {cols}, m{lmul}")
     # Column vectors live in the last groups for the whole run.
     held = [_group(lmul, 32 // lmul - 1 - i) for i in range(len(vectors))]
     a(*(f"ld.v {v}, [{p}]" for v, p in zip(held, vectors, strict=True)))
@@ -186,19 +193,19 @@ def row_expert(a: Asm, rows: Rows, x: str, y: str, vectors: list[str]) -> None:
     buffers = [[_group(lmul, b * per + g) for g in range(per)] for b in range(2)]
 
     def load(buffer: list[str], unit: str) -> None:
-        a(f"ld.v {buffer[0]}, [p8]", "p.addk p8, p8, COLS * itemsize", "s.addk s10, s10, -1")
+        a(f"ld.v {buffer[0]}, [p8]", f"p.addk p8, p8, {cols} * itemsize", "s.addk s10, s10, -1")
 
     def finish(buffer: list[str], unit: str) -> None:
         rows.fast(a, buffer[0], buffer[1], buffer[-1], held)
-        a(f"st.v [p9], {buffer[1]}", "p.addk p9, p9, COLS * itemsize", "s.addk s11, s11, -1")
+        a(f"st.v [p9], {buffer[1]}", f"p.addk p9, p9, {cols} * itemsize", "s.addk s11, s11, -1")
 
-    _pipeline(a, "ROWS", buffers, load, finish)
+    _pipeline(a, n, buffers, load, finish)
     a(f"j.go {end}")
     a.place(big)
     a(f"p.mov p8, {x}", f"p.mov p9, {y}")
-    with a.loop("s20", "ROWS"):
-        rows.passes(a, "m8", vectors)
-        a("p.addk p8, p8, COLS * itemsize", "p.addk p9, p9, COLS * itemsize")
+    with a.loop("s20", n):
+        rows.passes(a, "m8", vectors, cols)
+        a(f"p.addk p8, p8, {cols} * itemsize", f"p.addk p9, p9, {cols} * itemsize")
     a.place(end)
 
 
@@ -207,16 +214,16 @@ def _softmax_fast(a: Asm, x: str, w: str, scratch: str, vectors: list[str]) -> N
     a("f.div f3, f21, f2", f"v.mulf {w}, {w}, f3")
 
 
-def _softmax_passes(a: Asm, lmul: str, vectors: list[str]) -> None:
+def _softmax_passes(a: Asm, lmul: str, vectors: list[str], cols: str = "COLS") -> None:
     a("f.mov f1, f20", "p.mov p10, p8")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10"]):
         a("ld.v v1, [p10]", "v.rmax f2, v1", "f.max f1, f1, f2")
     a("f.set f3, 0.0", "p.mov p10, p8", "p.mov p11, p9")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10", "p11"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10", "p11"]):
         a("ld.v v8, [p10]", "v.subf v8, v8, f1", "v.exp v8, v8", "v.rsum f2, v8")
         a("f.add f3, f3, f2", "st.v [p11], v8")
     a("f.div f4, f21, f3", "p.mov p11, p9")
-    with a.strips("s21", "s22", "COLS", lmul, ["p11"]):
+    with a.strips("s21", "s22", cols, lmul, ["p11"]):
         a("ld.v v16, [p11]", "v.mulf v16, v16, f4", "st.v [p11], v16")
 
 
@@ -236,18 +243,18 @@ def _layernorm_fast(a: Asm, x: str, w: str, q: str, vectors: list[str]) -> None:
     a(f"v.mulf {w}, {w}, f3", f"v.mul {w}, {w}, {gamma}", f"v.add {w}, {w}, {beta}")
 
 
-def _layernorm_passes(a: Asm, lmul: str, vectors: list[str]) -> None:
+def _layernorm_passes(a: Asm, lmul: str, vectors: list[str], cols: str = "COLS") -> None:
     gamma, beta = vectors
     a("f.set f1, 0.0", "p.mov p10, p8")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10"]):
         a("ld.v v8, [p10]", "v.rsum f2, v8", "f.add f1, f1, f2")
     a("f.mul f1, f1, f22", "f.set f2, 0.0", "p.mov p10, p8")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10"]):
         a("ld.v v8, [p10]", "v.subf v8, v8, f1", "v.mul v8, v8, v8", "v.rsum f4, v8")
         a("f.add f2, f2, f4")
     _rstd(a)
     a("p.mov p10, p8", "p.mov p11, p9", f"p.mov p12, {gamma}", f"p.mov p13, {beta}")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10", "p11", "p12", "p13"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10", "p11", "p12", "p13"]):
         a("ld.v v8, [p10]", "ld.v v16, [p12]", "ld.v v24, [p13]")
         a("v.subf v8, v8, f1", "v.mulf v8, v8, f3", "v.mul v8, v8, v16", "v.add v8, v8, v24")
         a("st.v [p11], v8")
@@ -268,13 +275,13 @@ def _rmsnorm_fast(a: Asm, x: str, w: str, q: str, vectors: list[str]) -> None:
     a(f"v.mulf {w}, {x}, f3", f"v.mul {w}, {w}, {vectors[0]}")
 
 
-def _rmsnorm_passes(a: Asm, lmul: str, vectors: list[str]) -> None:
+def _rmsnorm_passes(a: Asm, lmul: str, vectors: list[str], cols: str = "COLS") -> None:
     a("f.set f2, 0.0", "p.mov p10, p8")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10"]):
         a("ld.v v8, [p10]", "v.mul v8, v8, v8", "v.rsum f4, v8", "f.add f2, f2, f4")
     _rstd(a)
     a("p.mov p10, p8", "p.mov p11, p9", f"p.mov p12, {vectors[0]}")
-    with a.strips("s21", "s22", "COLS", lmul, ["p10", "p11", "p12"]):
+    with a.strips("s21", "s22", cols, lmul, ["p10", "p11", "p12"]):
         a("ld.v v8, [p10]", "ld.v v16, [p12]", "v.mulf v8, v8, f3", "v.mul v8, v8, v16")
         a("st.v [p11], v8")
 
@@ -307,6 +314,26 @@ class Gemm:
     """Bytes per element of A (the FFN's hidden activations are fp32 whatever the dtype)."""
     c_size: str = "itemsize"
     """Bytes per element of C."""
+    lda: str | None = None
+    """Row stride of A in elements (default K); B's (default N) and C's (default N) below."""
+    ldb: str | None = None
+    ldc: str | None = None
+    residual: str | None = None
+    """Byte offset from C of a matrix (C's layout) the product is added to (a residual)."""
+    gate: str | None = None
+    """Byte offset from C of a matrix (C's layout) the activated result is multiplied by."""
+
+    @property
+    def sa(self) -> str:
+        return self.lda or self.k
+
+    @property
+    def sb(self) -> str:
+        return self.ldb or self.n
+
+    @property
+    def sc(self) -> str:
+        return self.ldc or self.n
 
 
 def gemm_baseline(a: Asm, g: Gemm) -> None:
@@ -320,16 +347,27 @@ def gemm_baseline(a: Asm, g: Gemm) -> None:
             a(f"p.mov p14, {g.bias}")
             strip_pointers.append("p14")
         with a.strips("s21", "s22", g.n, "m1", strip_pointers, wide=_wide(g)):
-            a("ld.v v8, [p14]" if g.bias else "v.splat v8, f0", "p.mov p12, p8", "p.mov p13, p10")
+            if g.residual:
+                a(f"ld.v v8, [p11 + {g.residual}]", "p.mov p12, p8", "p.mov p13, p10")
+            else:
+                a(
+                    "ld.v v8, [p14]" if g.bias else "v.splat v8, f0",
+                    "p.mov p12, p8",
+                    "p.mov p13, p10",
+                )
             with a.loop("s23", g.k):
                 a("ld.f f1, [p12]", "ld.v v1, [p13]", "v.fmaf v8, v1, f1")
-                a(f"p.addk p12, p12, {g.a_size}", f"p.addk p13, p13, {g.n} * itemsize")
+                a(f"p.addk p12, p12, {g.a_size}", f"p.addk p13, p13, {g.sb} * itemsize")
             if g.activation == "none":
-                a("st.v [p11], v8")
+                out = "v8"
             else:
                 act(a, "v9", ["v8"], "v9")
-                a("st.v [p11], v9")
-        a(f"p.addk p8, p8, {g.k} * {g.a_size}", f"p.addk p9, p9, {g.n} * {g.c_size}")
+                out = "v9"
+            if g.gate:
+                a(f"ld.v v10, [p11 + {g.gate}]", f"v.mul v9, {out}, v10")
+                out = "v9"
+            a(f"st.v [p11], {out}")
+        a(f"p.addk p8, p8, {g.sa} * {g.a_size}", f"p.addk p9, p9, {g.sc} * {g.c_size}")
 
 
 def _wide(g: Gemm) -> list[str]:
@@ -353,15 +391,18 @@ def gemm_expert(a: Asm, g: Gemm) -> None:
                 a(f"p.mov p14, {g.bias}")
                 strip_pointers.append("p14")
             with a.strips("s21", "s22", g.n, "m4", strip_pointers, wide=_wide(g)):
-                for acc in accs:
-                    a(f"ld.v {acc}, [p14]" if g.bias else f"v.splat {acc}, f0")
+                for r, acc in enumerate(accs):
+                    if g.residual:
+                        a(f"ld.v {acc}, [p11 + {g.residual} + {r} * {g.sc} * {g.c_size}]")
+                    else:
+                        a(f"ld.v {acc}, [p14]" if g.bias else f"v.splat {acc}, f0")
                 a("p.mov p12, p8", "p.mov p13, p10")
 
                 def step(buffer: str, fregs: list[str], ahead: int) -> None:
-                    a(f"ld.v {buffer}, [p13 + {ahead} * {g.n} * itemsize]")
+                    a(f"ld.v {buffer}, [p13 + {ahead} * {g.sb} * itemsize]")
                     a(
                         *(
-                            f"ld.f {f}, [p12 + ({r} * {g.k} + {ahead}) * {g.a_size}]"
+                            f"ld.f {f}, [p12 + ({r} * {g.sa} + {ahead}) * {g.a_size}]"
                             for r, f in enumerate(fregs)
                         )
                     )
@@ -376,7 +417,7 @@ def gemm_expert(a: Asm, g: Gemm) -> None:
                     step("v4", second, 1)
                     fma("v0", first)
                     fma("v4", second)
-                    a(f"p.addk p12, p12, 2 * {g.a_size}", f"p.addk p13, p13, 2 * {g.n} * itemsize")
+                    a(f"p.addk p12, p12, 2 * {g.a_size}", f"p.addk p13, p13, 2 * {g.sb} * itemsize")
                 with a.when(f"{g.k} % 2"):
                     step("v0", first, 0)
                     fma("v0", first)
@@ -385,12 +426,18 @@ def gemm_expert(a: Asm, g: Gemm) -> None:
                     if g.activation != "none":
                         act(a, "v28", [acc], "v28")
                         out = "v28"
-                    a(f"st.v [p11 + {r} * {g.n} * {g.c_size}], {out}")
-            a(f"p.addk p8, p8, {rows} * {g.k} * {g.a_size}")
-            a(f"p.addk p9, p9, {rows} * {g.n} * {g.c_size}")
+                    if g.gate:
+                        a(f"ld.v v24, [p11 + {g.gate} + {r} * {g.sc} * {g.c_size}]")
+                        a(f"v.mul v28, {out}, v24")
+                        out = "v28"
+                    a(f"st.v [p11 + {r} * {g.sc} * {g.c_size}], {out}")
+            a(f"p.addk p8, p8, {rows} * {g.sa} * {g.a_size}")
+            a(f"p.addk p9, p9, {rows} * {g.sc} * {g.c_size}")
 
 
-def gemv_baseline(a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "") -> None:
+def gemv_baseline(
+    a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "", ld: str = ""
+) -> None:
     """y[i] = dot(W[i], x) row by row: per strip a multiply and a reduction to a scalar."""
     a(f"p.mov p8, {w}", f"p.mov p9, {y}")
     with a.loop("s20", m):
@@ -400,10 +447,12 @@ def gemv_baseline(a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "
             a("f.add f1, f1, f2")
         if scale:
             a(f"f.mul f1, f1, {scale}")
-        a("st.f [p9], f1", f"p.addk p8, p8, {k} * itemsize", "p.addk p9, p9, itemsize")
+        a("st.f [p9], f1", f"p.addk p8, p8, {ld or k} * itemsize", "p.addk p9, p9, itemsize")
 
 
-def gemv_expert(a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "") -> None:
+def gemv_expert(
+    a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "", ld: str = ""
+) -> None:
     """Four rows per block share each strip of x; vector accumulators, one reduction per row."""
     a(f"p.mov p8, {w}", f"p.mov p9, {y}")
     for rows, count in ((4, f"{m} // 4"), (1, f"{m} % 4")):
@@ -411,7 +460,7 @@ def gemv_expert(a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "")
         ws = [f"v{2 + 2 * r}" for r in range(rows)]
         with a.loop("s20", count):
             a("v.cfgk s0, 2 * VLEN, m2", *(f"v.splat {acc}, f0" for acc in accs))
-            a(*(f"p.addk p{10 + r}, p8, {r} * {k} * itemsize" for r in range(rows)))
+            a(*(f"p.addk p{10 + r}, p8, {r} * {ld or k} * itemsize" for r in range(rows)))
             a(f"p.mov p14, {x}")
             pointers = [f"p{10 + r}" for r in range(rows)] + ["p14"]
             with a.strips("s21", "s22", k, "m2", pointers):
@@ -423,4 +472,4 @@ def gemv_expert(a: Asm, w: str, x: str, y: str, m: str, k: str, scale: str = "")
                 if scale:
                     a(f"f.mul f{1 + r}, f{1 + r}, {scale}")
                 a(f"st.f [p9 + {r} * itemsize], f{1 + r}")
-            a(f"p.addk p8, p8, {rows} * {k} * itemsize", f"p.addk p9, p9, {rows} * itemsize")
+            a(f"p.addk p8, p8, {rows} * {ld or k} * itemsize", f"p.addk p9, p9, {rows} * itemsize")

@@ -132,6 +132,71 @@ def heads(title: str, groups: str, per_group: str) -> Callable[[], Programs]:
     return generate
 
 
+def _block_head(a: Asm, expert: bool) -> None:
+    """One head of the block: q p0, k p1, v p2, a p3 (column slices of (S, DM) rows), s p4."""
+    gemv = k.gemv_expert if expert else k.gemv_baseline
+    a.comment("s[i] = k_h @ q_h[i] / sqrt(D), query by query (head rows are DM apart)")
+    a("p.mov p5, p0", "p.mov p6, p4")
+    with a.loop("s24", "S"):
+        gemv(a, "p1", "p5", "p6", "S", "D", scale="f28", ld="DM")
+        a("p.addk p5, p5, DM * itemsize", "p.addk p6, p6, S * itemsize")
+    a.comment("s = softmax(s) row by row, in place")
+    (k.row_expert if expert else k.row_baseline)(a, k.SOFTMAX, "p4", "p4", [], "S", "S")
+    a.comment("a_h = s @ v_h")
+    routine = k.gemm_expert if expert else k.gemm_baseline
+    routine(a, k.Gemm("p4", "p2", "p3", None, "S", "S", "D", ldb="DM", ldc="DM"))
+
+
+def llama_block() -> Programs:
+    """RMSNorm, Q/K/V, attention per head, residual, RMSNorm, SwiGLU FFN, residual.
+
+    Every stage is a whole routine of the level-1/2 generators, run on regions loaded into
+    p0.. by name (the contract has more regions than pointer registers); the intermediates go
+    through the scratch regions.
+    """
+
+    def emit(a: Asm, expert: bool) -> None:
+        # The row routines read ROWS and COLS (and 1 / COLS): the RMSNorms' rows.
+        a.lines += [".equ DM, H * D", ".equ ROWS, S", ".equ COLS, DM"]
+        k.constants(a)
+        a("f.set f28, 1 / sqrt(D)")
+        rows = k.row_expert if expert else k.row_baseline
+        gemm = k.gemm_expert if expert else k.gemm_baseline
+
+        def regions(*names: str) -> None:
+            a(*(f"p.set p{i}, {name}" for i, name in enumerate(names)))
+
+        a.comment("hn = rmsnorm(x) * g1")
+        regions("x", "g1", "hn")
+        rows(a, k.RMSNORM, "p0", "p2", ["p1"])
+        for w, out in (("wq", "q"), ("wk", "k"), ("wv", "v")):
+            a.comment(f"{out} = hn @ {w}")
+            regions("hn", w, out)
+            gemm(a, k.Gemm("p0", "p1", "p2", None, "S", "DM", "DM"))
+        a.comment("attention head by head: a[:, h] = softmax(q_h k_h^T / sqrt(D)) v_h")
+        regions("q", "k", "v", "a", "s")
+        with a.loop("s25", "H"):
+            _block_head(a, expert)
+            a(*(f"p.addk p{i}, p{i}, D * itemsize" for i in range(4)))
+        a.comment("x2 = x + a @ wo")
+        regions("a", "wo", "x2")
+        gemm(a, k.Gemm("p0", "p1", "p2", None, "S", "DM", "DM", residual="x - x2"))
+        a.comment("hn = rmsnorm(x2) * g2")
+        regions("x2", "g2", "hn")
+        rows(a, k.RMSNORM, "p0", "p2", ["p1"])
+        a.comment("gt = silu(hn @ wg)")
+        regions("hn", "wg", "gt")
+        gemm(a, k.Gemm("p0", "p1", "p2", None, "S", "DM", "F", "silu"))
+        a.comment("u = gt * (hn @ wu)")
+        regions("hn", "wu", "u")
+        gemm(a, k.Gemm("p0", "p1", "p2", None, "S", "DM", "F", gate="gt - u"))
+        a.comment("y = x2 + u @ wd")
+        regions("u", "wd", "y")
+        gemm(a, k.Gemm("p0", "p1", "p2", None, "S", "F", "DM", residual="x2 - y"))
+
+    return _both("LLaMA-style decoder block: x (S, DM) -> y (S, DM), DM = H * D", emit)
+
+
 #: Task folder name -> generator of (baseline, expert).
 TASKS: dict[str, Callable[[], Programs]] = {
     "relu": elementwise("ReLU of x (ROWS, COLS)", 1, k.relu),
@@ -154,4 +219,5 @@ TASKS: dict[str, Callable[[], Programs]] = {
     "mha": heads("multi-head attention: H heads", "H", "1"),
     "gqa": heads("grouped-query attention: H query heads, G key/value heads", "G", "H // G"),
     "mqa": heads("multi-query attention: H query heads, one key/value head", "1", "H"),
+    "llama_block": llama_block,
 }
