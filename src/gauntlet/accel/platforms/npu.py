@@ -11,16 +11,15 @@ disassembler, the simulator and the manual are all derived from it.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gauntlet.accel import semantics
 from gauntlet.accel.assembler import Decoded
 from gauntlet.accel.isa import (
     ISA,
@@ -41,7 +40,7 @@ from gauntlet.accel.machine import Halt, Machine, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+INT_MIN, INT_MAX = semantics.INT_MIN, semantics.INT_MAX
 
 
 class NpuParams(BaseModel):
@@ -135,24 +134,6 @@ def _register_files(p: NpuParams) -> dict[str, RegisterFile]:
 # are IEEE; exp, rsqrt, fma and the matrix dot products are computed in float64 and rounded once.
 
 
-def _fmax(a: float, b: float) -> float:
-    return math.nan if a != a or b != b else max(a, b)
-
-
-def _fmin(a: float, b: float) -> float:
-    return math.nan if a != a or b != b else min(a, b)
-
-
-def _fsqrt(a: float) -> float:
-    return math.sqrt(a) if a >= 0 else math.nan
-
-
-def _ftoi(a: float) -> int:
-    if a != a:
-        return 0
-    return int(max(min(a, float(INT_MAX)), float(INT_MIN)))
-
-
 def _vfma(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     d[...] = a.astype(F64) * b + d
 
@@ -167,40 +148,6 @@ def _vrecip(d: np.ndarray, a: np.ndarray) -> None:
 
 def _vrsqrt(d: np.ndarray, a: np.ndarray) -> None:
     d[...] = 1.0 / np.sqrt(a.astype(F64))
-
-
-def _vbf16(d: np.ndarray, a: np.ndarray) -> None:
-    d[...] = a.astype(ml_dtypes.bfloat16)
-
-
-def _viota(d: np.ndarray) -> None:
-    d[...] = np.arange(d.size, dtype=np.float32)
-
-
-def _vredsum(a: np.ndarray) -> float:
-    return math.fsum(a.tolist())
-
-
-def _vredmax(a: np.ndarray) -> float:
-    return float(a.max())
-
-
-_COMPARE: dict[str, Callable[..., Any]] = {
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-}
-
-
-def _vcmp(mask: np.ndarray, a: np.ndarray, b: np.ndarray | float, cond: str) -> None:
-    _COMPARE[cond](a, b, out=mask)
-
-
-def _vsel(d: np.ndarray, mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    np.copyto(d, np.where(mask, a, b))
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
@@ -296,10 +243,6 @@ def _mvt(
     total: np.ndarray | None = None,
 ) -> None:
     _product(d, _wide(b), _wide(a), product, total)
-
-
-def _copy(d: np.ndarray, a: np.ndarray) -> None:
-    np.copyto(d, a)
 
 
 # -- binders: control and memory instructions ---------------------------------------------------
@@ -711,9 +654,9 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         ("fadd", "add", operator.add, "fd <- fa + fb"),
         ("fsub", "subtract", operator.sub, "fd <- fa - fb"),
         ("fmul", "multiply", operator.mul, "fd <- fa * fb"),
-        ("fdiv", "divide", _fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
-        ("fmax", "maximum", _fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
-        ("fmin", "minimum", _fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
+        ("fdiv", "divide", semantics.fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
+        ("fmax", "maximum", semantics.fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
+        ("fmin", "minimum", semantics.fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
     )
     for mnemonic, verb, float_function, operation in binary_float:
         add(
@@ -736,7 +679,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="fp32 square root",
         operation="fd <- sqrt(fa), rounded to fp32 (NaN if fa < 0)",
         example="fsqrt f2, f1",
-        semantics=_fsqrt,
+        semantics=semantics.fsqrt,
     )
     add(
         mnemonic="itof",
@@ -758,7 +701,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="convert fp32 to an integer, rounding toward zero",
         operation="rd <- trunc(fs), saturated to 32 bits; NaN gives 0",
         example="ftoi r1, f2",
-        semantics=_ftoi,
+        semantics=semantics.ftoi,
     )
     # Address registers.
     add(
@@ -1032,7 +975,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             summary=f"vector {verb}",
             operation=f"vd[i] <- {expression} for i < VL",
             example=f"v{name} [r3], [r1], [r2]",
-            semantics=_ufunc_vv(ufunc),
+            semantics=semantics.elementwise(ufunc),
         )
         scalar_expression = f"va[i] {symbol} fs" if infix else f"{symbol}(va[i], fs)"
         add(
@@ -1044,7 +987,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             summary=f"vector {verb} with a scalar",
             operation=f"vd[i] <- {scalar_expression} for i < VL",
             example=f"v{name}s [r3], [r1], f1",
-            semantics=_ufunc_vv(ufunc),
+            semantics=semantics.elementwise(ufunc),
         )
     add(
         mnemonic="vfma",
@@ -1066,7 +1009,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="vector copy",
         operation="vd[i] <- va[i] for i < VL",
         example="vmov [r3], [r1]",
-        semantics=_copy,
+        semantics=semantics.copy,
     )
     add(
         mnemonic="vbcast",
@@ -1088,7 +1031,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="lane indices",
         operation="vd[i] <- i for i < VL",
         example="viota [r3]",
-        semantics=_viota,
+        semantics=semantics.iota,
     )
     specials: tuple[tuple[str, str, Any, str], ...] = (
         ("vexp", "exponential", _vexp, "exp(va[i])"),
@@ -1117,7 +1060,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="vd[i] <- fp32(bf16(va[i])) (to nearest even) for i < VL",
         description="Mimics a bf16 datapath: the result is still an fp32 word.",
         example="vbf16 [r3], [r1]",
-        semantics=_vbf16,
+        semantics=semantics.to_bf16,
     )
     reduce_cost = "vec_reduce_cycles + ceil(log2(vl))"
     add(
@@ -1131,7 +1074,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         description="The fp32 register is ready when the vector unit finishes; a scalar "
         "instruction reading it earlier stalls the front end.",
         example="vredsum f1, [r1]",
-        semantics=_vredsum,
+        semantics=semantics.reduce_sum,
     )
     add(
         mnemonic="vredmax",
@@ -1142,9 +1085,9 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="maximum of a vector",
         operation="fd <- max(va[i] for i < VL) (NaN if any is NaN)",
         example="vredmax f1, [r1]",
-        semantics=_vredmax,
+        semantics=semantics.reduce_max,
     )
-    cond = F("cond", Enum(tuple(_COMPARE)))
+    cond = F("cond", Enum(tuple(semantics.COMPARE)))
     mask_out = F("md", Reg(mask), "write", vec)
     add(
         mnemonic="vcmp",
@@ -1155,7 +1098,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="compare two vectors into a mask",
         operation="md[i] <- va[i] cond vb[i] for i < VL (false when either is NaN, except ne)",
         example="vcmp m1, [r1], [r2], lt",
-        semantics=_vcmp,
+        semantics=semantics.compare,
     )
     add(
         mnemonic="vcmps",
@@ -1166,7 +1109,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="compare a vector with a scalar into a mask",
         operation="md[i] <- va[i] cond fs for i < VL",
         example="vcmps m1, [r1], f2, ge",
-        semantics=_vcmp,
+        semantics=semantics.compare,
     )
     add(
         mnemonic="vsel",
@@ -1177,7 +1120,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="select by a mask",
         operation="vd[i] <- ms[i] ? va[i] : vb[i] for i < VL",
         example="vsel [r3], m1, [r1], [r2]",
-        semantics=_vsel,
+        semantics=semantics.select,
     )
     # Matrix.
     acc_rw = F("acc", Reg(acc), "readwrite", tile)
@@ -1284,7 +1227,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="store an accumulator to VSRAM",
         operation="VSRAM tile vd <- acc",
         example="mst [r3], acc0",
-        semantics=_copy,
+        semantics=semantics.copy,
     )
     add(
         mnemonic="mld",
@@ -1295,25 +1238,9 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="load an accumulator from VSRAM",
         operation="acc <- VSRAM tile va",
         example="mld acc2, [r1]",
-        semantics=_copy,
+        semantics=semantics.copy,
     )
     return tuple(table)
-
-
-def _fdiv(x: float, y: float) -> float:
-    if y == 0:
-        if x != x or x == 0:
-            return math.nan
-        return math.copysign(math.inf, x) * math.copysign(1.0, y)
-    return x / y
-
-
-def _ufunc_vv(ufunc: Any) -> Callable[..., None]:
-    def apply(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-        ufunc(a, b, out=d)
-
-    apply.__name__ = f"v_{ufunc.__name__}"
-    return apply
 
 
 # -- the platform ------------------------------------------------------------------------------

@@ -13,16 +13,15 @@ disassembler, the simulator and the manual are all derived from it.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gauntlet.accel import semantics
 from gauntlet.accel.assembler import Decoded
 from gauntlet.accel.isa import (
     ISA,
@@ -46,7 +45,7 @@ from gauntlet.accel.machine import REGISTER_DEPENDENCY, Halt, Machine, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+INT_MIN, INT_MAX = semantics.INT_MIN, semantics.INT_MAX
 
 #: Vector registers, and how many of them one operand may group (LMUL).
 VREGS = 32
@@ -123,40 +122,6 @@ def _register_files(p: RvvParams) -> dict[str, RegisterFile]:
 # min and max are IEEE; fma and the transcendentals are computed in float64 and rounded once.
 
 
-def _fmax(a: float, b: float) -> float:
-    return math.nan if a != a or b != b else max(a, b)
-
-
-def _fmin(a: float, b: float) -> float:
-    return math.nan if a != a or b != b else min(a, b)
-
-
-def _fsqrt(a: float) -> float:
-    return math.sqrt(a) if a >= 0 else math.nan
-
-
-def _fdiv(x: float, y: float) -> float:
-    if y == 0:
-        if x != x or x == 0:
-            return math.nan
-        return math.copysign(math.inf, x) * math.copysign(1.0, y)
-    return x / y
-
-
-def _ftoi(a: float) -> int:
-    if a != a:
-        return 0
-    return int(max(min(a, float(INT_MAX)), float(INT_MIN)))
-
-
-def _binary(ufunc: Any) -> Callable[..., None]:
-    def apply(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-        ufunc(a, b, out=d)
-
-    apply.__name__ = f"v_{ufunc.__name__}"
-    return apply
-
-
 def _reversed(ufunc: Any) -> Callable[..., None]:
     def apply(d: np.ndarray, a: np.ndarray, b: float) -> None:
         ufunc(b, a, out=d)
@@ -191,44 +156,6 @@ def _in_double(function: Any) -> Callable[..., None]:
 
 def _rsqrt(a: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(a)  # type: ignore[no-any-return]
-
-
-def _copy(d: np.ndarray, a: np.ndarray) -> None:
-    np.copyto(d, a)
-
-
-def _bf16(d: np.ndarray, a: np.ndarray) -> None:
-    d[...] = a.astype(ml_dtypes.bfloat16)
-
-
-def _iota(d: np.ndarray) -> None:
-    d[...] = np.arange(d.size, dtype=np.float32)
-
-
-def _rsum(a: np.ndarray) -> float:
-    return math.fsum(a.tolist())
-
-
-def _rmax(a: np.ndarray) -> float:
-    return float(a.max())
-
-
-_COMPARE: dict[str, Callable[..., Any]] = {
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-}
-
-
-def _cmp(mask: np.ndarray, a: np.ndarray, b: np.ndarray | float, cond: str) -> None:
-    _COMPARE[cond](a, b, out=mask)
-
-
-def _sel(d: np.ndarray, mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    np.copyto(d, np.where(mask, a, b))
 
 
 # -- binders: configuration, control and memory instructions ------------------------------------
@@ -580,7 +507,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="convert fp32 to an integer, rounding toward zero",
         operation="sd <- trunc(fa), saturated to 32 bits; NaN gives 0",
         example="s.cvt s1, f2",
-        semantics=_ftoi,
+        semantics=semantics.ftoi,
     )
     # Scalar fp32.
     scalar(
@@ -603,9 +530,9 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         ("add", "add", operator.add, "fd <- fa + fb"),
         ("sub", "subtract", operator.sub, "fd <- fa - fb"),
         ("mul", "multiply", operator.mul, "fd <- fa * fb"),
-        ("div", "divide", _fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
-        ("max", "maximum", _fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
-        ("min", "minimum", _fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
+        ("div", "divide", semantics.fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
+        ("max", "maximum", semantics.fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
+        ("min", "minimum", semantics.fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
     )
     for name, verb, float_function, operation in binary_float:
         scalar(
@@ -622,7 +549,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="fp32 square root",
         operation="fd <- sqrt(fa), rounded to fp32 (NaN if fa < 0)",
         example="f.sqrt f2, f1",
-        semantics=_fsqrt,
+        semantics=semantics.fsqrt,
     )
     scalar(
         mnemonic="f.cvt",
@@ -878,7 +805,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             summary=f"vector {verb}",
             operation=f"vd[i] <- {expression} for i < VL",
             example=f"v.{name} v3, v1, v2",
-            semantics=_binary(ufunc),
+            semantics=semantics.elementwise(ufunc),
         )
         scalar_expression = f"va[i] {symbol} fs" if infix else f"{symbol}(va[i], fs)"
         vector(
@@ -887,7 +814,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             summary=f"vector {verb} with a scalar",
             operation=f"vd[i] <- {scalar_expression} for i < VL",
             example=f"v.{name}f v3, v1, f1",
-            semantics=_binary(ufunc),
+            semantics=semantics.elementwise(ufunc),
         )
     vector(
         mnemonic="v.rsubf",
@@ -935,11 +862,16 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         semantics=_fnma,
     )
     unary_vec: tuple[tuple[str, str, Any, str], ...] = (
-        ("mov", "vector copy", _copy, "va[i]"),
+        ("mov", "vector copy", semantics.copy, "va[i]"),
         ("neg", "vector negation", _unary(np.negative), "-va[i]"),
         ("abs", "vector absolute value", _unary(np.abs), "|va[i]|"),
         ("sqrt", "vector square root", _unary(np.sqrt), "sqrt(va[i]) (NaN if va[i] < 0)"),
-        ("bf16", "round to bf16 precision", _bf16, "fp32(bf16(va[i])) (to nearest even)"),
+        (
+            "bf16",
+            "round to bf16 precision",
+            semantics.to_bf16,
+            "fp32(bf16(va[i])) (to nearest even)",
+        ),
     )
     for name, summary, function, expression in unary_vec:
         vector(
@@ -985,7 +917,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="element indices",
         operation="vd[i] <- i for i < VL",
         example="v.iota v3",
-        semantics=_iota,
+        semantics=semantics.iota,
     )
     vector(
         mnemonic="v.getf",
@@ -1012,7 +944,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="fd <- sum(va[i] for i < VL), formed exactly and rounded once to fp32",
         description=reduce_doc,
         example="v.rsum f1, v8",
-        semantics=_rsum,
+        semantics=semantics.reduce_sum,
     )
     vector(
         mnemonic="v.rmax",
@@ -1022,10 +954,10 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="fd <- max(va[i] for i < VL) (NaN if any is NaN)",
         description=reduce_doc,
         example="v.rmax f1, v8",
-        semantics=_rmax,
+        semantics=semantics.reduce_max,
     )
     # Masks.
-    cond = F("cond", Enum(tuple(_COMPARE)))
+    cond = F("cond", Enum(tuple(semantics.COMPARE)))
     vector(
         mnemonic="v.cmp",
         fields=(kd(), va(), va("vb"), cond),
@@ -1033,7 +965,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="compare two vectors into a mask",
         operation="kd[i] <- va[i] cond vb[i] for i < VL (false when either is NaN, except ne)",
         example="v.cmp k1, v1, v2, lt",
-        semantics=_cmp,
+        semantics=semantics.compare,
     )
     vector(
         mnemonic="v.cmpf",
@@ -1042,7 +974,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="compare a vector with a scalar into a mask",
         operation="kd[i] <- va[i] cond fs for i < VL",
         example="v.cmpf k1, v1, f2, ge",
-        semantics=_cmp,
+        semantics=semantics.compare,
     )
     vector(
         mnemonic="v.sel",
@@ -1051,7 +983,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="select by a mask",
         operation="vd[i] <- km[i] ? va[i] : vb[i] for i < VL",
         example="v.sel v3, k1, v1, v2",
-        semantics=_sel,
+        semantics=semantics.select,
     )
     mask_logic: tuple[tuple[str, str, Any, str], ...] = (
         ("and", "and", np.logical_and, "ka[i] and kb[i]"),
@@ -1065,7 +997,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             summary=f"mask {verb}",
             operation=f"kd[i] <- {expression} for i < VL",
             example=f"k.{name} k3, k1, k2",
-            semantics=_binary(ufunc),
+            semantics=semantics.elementwise(ufunc),
         )
     vector(
         mnemonic="k.not",
