@@ -23,12 +23,12 @@ from torch.utils.cpp_extension import load_inline
 class CrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        # TODO: launch the forward kernel(s); save what the backward needs in ctx.
+        # Your kernel goes here: launch the forward kernel(s); save what the backward needs in ctx.
         raise NotImplementedError("write the forward kernel")
 
     @staticmethod
     def backward(ctx, dloss: torch.Tensor):
-        # TODO: return (dlogits, None).
+        # Your kernel goes here: return (dlogits, None).
         raise NotImplementedError("write the backward kernel")
 
 

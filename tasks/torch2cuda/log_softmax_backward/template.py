@@ -20,12 +20,12 @@ from torch.utils.cpp_extension import load_inline
 class LogSoftmaxFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        # TODO: launch the forward kernel; save what the backward needs in ctx.
+        # Your kernel goes here: launch the forward kernel; save what the backward needs in ctx.
         raise NotImplementedError("write the forward kernel")
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        # TODO: return dx.
+        # Your kernel goes here: return dx.
         raise NotImplementedError("write the backward kernel")
 
 

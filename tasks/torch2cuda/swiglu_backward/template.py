@@ -22,12 +22,12 @@ from torch.utils.cpp_extension import load_inline
 class SwiGLUFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-        # TODO: launch the forward kernel; save what the backward needs in ctx.
+        # Your kernel goes here: launch the forward kernel; save what the backward needs in ctx.
         raise NotImplementedError("write the forward kernel")
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        # TODO: return (dgate, dup).
+        # Your kernel goes here: return (dgate, dup).
         raise NotImplementedError("write the backward kernel")
 
 

@@ -25,12 +25,12 @@ import triton.language as tl
 class AttentionFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-        # TODO: launch the forward kernel; save what the backward needs in ctx.
+        # Your kernel goes here: launch the forward kernel; save what the backward needs in ctx.
         raise NotImplementedError("write the forward kernel")
 
     @staticmethod
     def backward(ctx, do: torch.Tensor):
-        # TODO: return (dq, dk, dv, None).
+        # Your kernel goes here: return (dq, dk, dv, None).
         raise NotImplementedError("write the backward kernels")
 
 

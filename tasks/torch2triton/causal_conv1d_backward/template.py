@@ -27,12 +27,12 @@ import triton.language as tl
 class CausalConv1dFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        # TODO: launch the forward kernel; save what the backward needs in ctx.
+        # Your kernel goes here: launch the forward kernel; save what the backward needs in ctx.
         raise NotImplementedError("write the forward kernel")
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        # TODO: return (dx, dweight, dbias).
+        # Your kernel goes here: return (dx, dweight, dbias).
         raise NotImplementedError("write the backward kernel(s)")
 
 

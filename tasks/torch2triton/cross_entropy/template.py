@@ -21,7 +21,7 @@ import triton.language as tl
 
 @triton.jit
 def cross_entropy_kernel(logits_ptr, targets_ptr, loss_ptr, n_rows, n_classes, BLOCK: tl.constexpr):
-    # TODO: the loss of one row (or several), then their mean.
+    # Your kernel goes here: the loss of one row (or several), then their mean.
     pass
 
 

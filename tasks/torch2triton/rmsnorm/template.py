@@ -20,7 +20,7 @@ import triton.language as tl
 
 @triton.jit
 def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
-    # TODO: normalize one row (or several) of x into y.
+    # Your kernel goes here: normalize one row (or several) of x into y.
     pass
 
 

@@ -25,25 +25,25 @@ import triton.language as tl
 
 @triton.jit
 def forward_kernel(x_ptr, w_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
-    # TODO: normalize one row (or several) of x into y; keep what the backward needs.
+    # Your kernel goes here: normalize one row (or several) of x into y; keep what the backward needs.
     pass
 
 
 @triton.jit
 def backward_kernel(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, n_cols, BLOCK: tl.constexpr):
-    # TODO: dx for one row (or several), and their share of dweight.
+    # Your kernel goes here: dx for one row (or several), and their share of dweight.
     pass
 
 
 class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-        # TODO: launch the forward kernel; save what the backward needs in ctx.
+        # Your kernel goes here: launch the forward kernel; save what the backward needs in ctx.
         raise NotImplementedError("write the forward kernel")
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        # TODO: return (dx, dweight, None).
+        # Your kernel goes here: return (dx, dweight, None).
         raise NotImplementedError("write the backward kernel(s)")
 
 
