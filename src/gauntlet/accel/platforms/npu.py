@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gauntlet.accel import semantics
+from gauntlet.accel import control, semantics
 from gauntlet.accel.assembler import Decoded
 from gauntlet.accel.isa import (
     ISA,
@@ -36,7 +36,7 @@ from gauntlet.accel.isa import (
     formula_function,
 )
 from gauntlet.accel.isa import Field as F
-from gauntlet.accel.machine import Halt, Machine, strided
+from gauntlet.accel.machine import Machine, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
@@ -277,34 +277,6 @@ def _bind_setvli(m: Machine, d: Decoded) -> Step:
     return step
 
 
-def _bind_branch(compare: Callable[[int, int], bool] | None) -> Callable[[Machine, Decoded], Step]:
-    def binder(m: Machine, d: Decoded) -> Step:
-        regs = m.regs["r"]
-        penalty = int(m.params["branch_penalty"])
-        nxt = d.pc + 1
-        if compare is None:
-            (target,) = d.operands
-
-            def jump() -> int:
-                m.t += 1
-                m.take_branch(penalty)
-                return int(target)
-
-            return jump
-        ra, rb, target = d.operands
-
-        def step() -> int:
-            m.t += 1
-            if compare(regs[ra], regs[rb]):
-                m.take_branch(penalty)
-                return int(target)
-            return nxt
-
-        return step
-
-    return binder
-
-
 def _bind_loop(m: Machine, d: Decoded) -> Step:
     regs = m.regs["r"]
     (source,) = d.operands
@@ -337,14 +309,6 @@ def _bind_endloop(m: Machine, d: Decoded) -> Step:
             return int(top[1])
         loops.pop()
         return nxt
-
-    return step
-
-
-def _bind_halt(m: Machine, d: Decoded) -> Step:
-    def step() -> int:
-        m.t += 1
-        raise Halt
 
     return step
 
@@ -783,7 +747,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="branch",
         operation="pc <- target",
         example="done:\n    b done",
-        binder=_bind_branch(None),
+        binder=control.bind_branch("r", None),
     )
     branches: tuple[tuple[str, str, Callable[[int, int], bool]], ...] = (
         ("beq", "==", operator.eq),
@@ -802,7 +766,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             operation=f"if ra {symbol} rb: pc <- target",
             description="taken is 1 when the branch is taken, else 0.",
             example=f"top:\n    addi r1, r1, 1\n    {mnemonic} r1, r2, top",
-            binder=_bind_branch(compare),
+            binder=control.bind_branch("r", compare),
         )
     loop_doc = (
         "Runs the instructions up to the matching `endloop` count times (not at all when count "
@@ -857,7 +821,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="stop; queued instructions and transfers drain",
         description="Running past the last instruction also ends the program.",
         example="halt",
-        binder=_bind_halt,
+        binder=control.bind_halt,
     )
     add(
         mnemonic="nop",

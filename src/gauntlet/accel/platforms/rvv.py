@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gauntlet.accel import semantics
+from gauntlet.accel import control, semantics
 from gauntlet.accel.assembler import Decoded
 from gauntlet.accel.isa import (
     ISA,
@@ -41,7 +41,7 @@ from gauntlet.accel.isa import (
     formula_function,
 )
 from gauntlet.accel.isa import Field as F
-from gauntlet.accel.machine import REGISTER_DEPENDENCY, Halt, Machine, strided
+from gauntlet.accel.machine import REGISTER_DEPENDENCY, Machine, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
@@ -221,43 +221,6 @@ def _bind_cfg(m: Machine, d: Decoded) -> Step:
             regs[rd] = vl
         m.t += 1
         return nxt
-
-    return step
-
-
-def _bind_branch(compare: Callable[[int, int], bool] | None) -> Binder:
-    def binder(m: Machine, d: Decoded) -> Step:
-        # Only the front end writes integer registers, so they are always ready here.
-        regs = m.regs["s"]
-        penalty = int(m.params["branch_penalty"])
-        nxt = d.pc + 1
-        if compare is None:
-            (target,) = d.operands
-
-            def jump() -> int:
-                m.t += 1
-                m.take_branch(penalty)
-                return int(target)
-
-            return jump
-        ra, rb, target = d.operands
-
-        def step() -> int:
-            m.t += 1
-            if compare(regs[ra], regs[rb]):
-                m.take_branch(penalty)
-                return int(target)
-            return nxt
-
-        return step
-
-    return binder
-
-
-def _bind_halt(m: Machine, d: Decoded) -> Step:
-    def step() -> int:
-        m.t += 1
-        raise Halt
 
     return step
 
@@ -605,7 +568,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="jump",
         operation="pc <- target",
         example="done:\n    j.go done",
-        binder=_bind_branch(None),
+        binder=control.bind_branch("s", None),
     )
     branches: tuple[tuple[str, str, Callable[[int, int], bool]], ...] = (
         ("j.eq", "==", operator.eq),
@@ -625,7 +588,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             description="taken is 1 when the branch is taken, else 0. Comparing with `s0` "
             "compares with zero.",
             example=f"top:\n    s.addk s1, s1, 1\n    {mnemonic} s1, s2, top",
-            binder=_bind_branch(compare),
+            binder=control.bind_branch("s", compare),
         )
     add(
         mnemonic="halt",
@@ -637,7 +600,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="stop; queued instructions drain",
         description="Running past the last instruction also ends the program.",
         example="halt",
-        binder=_bind_halt,
+        binder=control.bind_halt,
     )
     add(
         mnemonic="nop",
