@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from rich.table import Table
 from gauntlet._cli.output import out, styled_status
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError
+from gauntlet.judge.pipeline import geomean
 from gauntlet.runner import RunConfig, resume_run, start_run
 from gauntlet.store import AttemptRecord, RunStore
 
@@ -90,11 +90,6 @@ def run(
     out.print(f"run directory: {store.root}")
 
 
-def _geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v > 0 and math.isfinite(v)]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
-
-
 def print_summary(store: RunStore) -> None:
     """Per task and agent: the status, visible configs correct, speedup; then per agent totals."""
     records = store.attempts()
@@ -132,7 +127,7 @@ def print_summary(store: RunStore) -> None:
         groups[(record.agent, record.platform or record.track)].append(record)
     for (name, group), items in sorted(groups.items()):
         passing = [r.verdict.speedup for r in items if r.status == "pass" and r.verdict]
-        speedup = _geomean([s for s in passing if s is not None])
+        speedup = geomean([s for s in passing if s is not None])
         shown = f"{speedup:.2f}x" if speedup is not None else "not timed"
         passed = sum(r.status == "pass" for r in items)
         totals.add_row(name, group, str(len(items)), f"{passed}/{len(items)}", shown)

@@ -338,11 +338,13 @@ def _below_roofline(results: list[ConfigResult]) -> str | None:
     return None
 
 
-def _speedups(fields: dict[str, Any], results: list[ConfigResult]) -> dict[str, Any]:
-    def geomean(values: list[float]) -> float | None:
-        values = [v for v in values if v > 0 and math.isfinite(v)]
-        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+def geomean(values: list[float]) -> float | None:
+    """Geometric mean of the positive, finite values (None if there are none)."""
+    kept = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in kept) / len(kept)) if kept else None
 
+
+def _speedups(fields: dict[str, Any], results: list[ConfigResult]) -> dict[str, Any]:
     vis = [r.timing for r in results if not r.config.hidden and r.timing is not None]
     hid = [r.timing for r in results if r.config.hidden and r.timing is not None]
     fractions = [t.sol_fraction for t in vis if t.sol_fraction is not None]

@@ -597,16 +597,12 @@ class _ConfigCheck:
                 )
 
     def result(self, failure: str | None = None) -> ConfigResult:
-        reason = self.reason or (failure or "")
-        correct = not reason and failure is None
-        if failure is not None and not self.reason:
-            correct_value: bool | None = None
-        else:
-            correct_value = correct
+        """The config's result; a process failure before any wrong trial leaves it unknown."""
+        unknown = failure is not None and not self.reason
         return ConfigResult(
             config=self.config,
-            correct=correct_value,
-            reason=reason,
+            correct=None if unknown else not self.reason,
+            reason=self.reason or (failure or ""),
             max_abs_err=self.max_abs,
             max_rel_err=self.max_rel,
             rel_l2_err=self.rel_l2,
