@@ -4,12 +4,25 @@
 #   scripts/gpu_check.sh [OUT_DIR] [STEP...]
 #
 # Installs the project's missing dependencies from the wheel folder .whl/ (see docs/gpu.md for
-# how to fill it), then runs the steps (default: all) and writes their results under OUT_DIR
-# (default: $OUT, else gpu-results/):
-#   env      nvidia-smi, versions, `gauntlet devices`, the measured device peaks
-#   pytest   pytest -m gpu (the judge on CUDA, the exploit corpus on GPU, CUDA builds)
-#   suite    gauntlet run --suite gpu-quick with the baseline and expert agents, then report
-#   evidence scripts/gpu_evidence.py: repeatability, exploit table, judge cost per candidate
+# how to fill it), then runs the steps (default: env pytest suite evidence) and writes their
+# results under OUT_DIR (default: $OUT, else gpu-results/), at most eight files:
+#   env      env.txt (nvidia-smi, versions, `gauntlet devices`) and peaks.json (measured peaks)
+#   pytest   pytest-gpu.log: pytest -m gpu (the judge on CUDA, the exploit corpus, CUDA builds)
+#   suite    suite.txt and suite-run.tar.gz: `gauntlet run` with the baseline and expert agents
+#   evidence evidence.json, evidence.md: repeatability, judge cost (scripts/gpu_evidence.py)
+# and summary.txt (each step and the exit status).
+#
+# Settings (environment):
+#   SUITE=gpu-quick      the suite the `suite` step runs
+#   TASKS=               a glob narrowing it (e.g. '*2triton/*')
+#   RUN_DIR=runs/gpu     the run directory: resumed when it already holds a run, so a suite
+#                        too long for one call continues in the next (carry the folder along)
+#   TIME_CAP=10          seconds of timing per config at most (`gauntlet run --time-cap`)
+#   RUN_FLAGS=           more `gauntlet run` flags (e.g. --no-compile-reference --parallel 4)
+#   SUITE_TIMEOUT=0      stop the suite step after this many seconds (0: never); what finished
+#                        is kept and resumable
+#   PYTEST_ARGS=         more pytest arguments (e.g. -k cuda_build)
+#   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
@@ -26,9 +39,14 @@ if ! python3 -c "import pydantic" 2>/dev/null; then
     export PYTHONPATH="/tmp/gauntlet-site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+# Judge workers run in sessions of their own; a step stopped by its timeout must not leave
+# them on the GPU while the next step times kernels.
+stop_workers() { pkill -f "gauntlet.judge.worker" 2>/dev/null; pkill -f "gauntlet.judge.cuda_build" 2>/dev/null; true; }
+
 status=0
 for step in "${steps[@]}"; do
-    echo "== $step" | tee -a "$out/summary.txt"
+    echo "== $step $(date -u +%H:%M:%S)" | tee -a "$out/summary.txt"
     case "$step" in
         env)
             { nvidia-smi; python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"; } \
@@ -38,18 +56,36 @@ for step in "${steps[@]}"; do
                 > "$out/peaks.json" 2>> "$out/env.txt" || status=1
             tail -n 3 "$out/env.txt" ;;
         pytest)
-            python3 -m pytest -m gpu --gpu -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.log" | tail -n 25
+            # shellcheck disable=SC2086
+            python3 -m pytest -m gpu --gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} tests 2>&1 \
+                | tee "$out/pytest-gpu.log" | tail -n 25
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
         suite)
-            rm -rf "$out/run-gpu-quick"
-            python3 -m gauntlet run --suite gpu-quick --agent baseline --agent expert \
-                --out "$out/run-gpu-quick" --seed 1 2>&1 | tail -n 40 || status=1
-            python3 -m gauntlet report "$out/run-gpu-quick" --html "$out/report.html" > /dev/null 2>&1 || true ;;
+            run_dir="${RUN_DIR:-runs/gpu}"
+            if [ -f "$run_dir/run.json" ]; then
+                how=(--resume "$run_dir")
+            else
+                how=(--suite "${SUITE:-gpu-quick}" --agent baseline --agent expert --seed 1
+                     --time-cap "${TIME_CAP:-10}" --out "$run_dir")
+                [ -n "${TASKS:-}" ] && how+=(--tasks "$TASKS")
+                # shellcheck disable=SC2206
+                how+=(${RUN_FLAGS:-})
+            fi
+            limit="${SUITE_TIMEOUT:-0}"
+            timeout -k 10 "$limit" python3 -m gauntlet run "${how[@]}" > "$out/suite.txt" 2>&1
+            code=$?
+            stop_workers
+            [ "$code" -eq 0 ] || { echo "suite step: exit $code (124: stopped by SUITE_TIMEOUT, resumable)" >> "$out/suite.txt"; status=1; }
+            tail -n 60 "$out/suite.txt"
+            tar -czf "$out/suite-run.tar.gz" "$run_dir" ;;
         evidence)
-            python3 scripts/gpu_evidence.py --out "$out" 2>&1 | tail -n 40 || status=1 ;;
+            # shellcheck disable=SC2086
+            python3 scripts/gpu_evidence.py --out "$out" ${EVIDENCE_ARGS:-} 2>&1 | tail -n 40
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
         *)
             echo "gpu_check: unknown step '$step'" >&2; status=2 ;;
     esac
 done
-echo "gpu_check: exit $status" | tee -a "$out/summary.txt"
+echo "gpu_check: exit $status $(date -u +%H:%M:%S)" | tee -a "$out/summary.txt"
 exit $status

@@ -47,7 +47,10 @@ def test_task_checks_pass(task_id: str) -> None:
     assert not failed, failed
 
 
+# Minutes a task on a GPU: the suite run of scripts/gpu_check.sh covers the same ground, so
+# `pytest -m gpu` leaves these to --runslow.
 @pytest.mark.gpu
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", GPU_IDS)
 def test_gpu_task_checks_pass(task_id: str) -> None:
     task = suites.load_by_id(task_id)

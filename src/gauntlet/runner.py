@@ -29,6 +29,7 @@ from gauntlet.agents.child import run_in_child
 from gauntlet.errors import ConfigError, GauntletError, RecordError
 from gauntlet.judge import judge
 from gauntlet.judge.seeds import seed_hash
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.store import AttemptRecord, RunInfo, RunStore, attempt_id_for, now
 from gauntlet.task import Task
 
@@ -56,6 +57,10 @@ class RunConfig(BaseModel):
     seed: int | None = None
     """The run's secret seed (hidden configs, trial inputs); random when not given."""
     keep_workspaces: bool = False
+    time_cap_s: float = Field(default=DEFAULT_TIME_CAP_S, gt=0)
+    """Seconds of timing per config on a GPU before the judge stops short of a 1% CI."""
+    compile_reference: bool = True
+    """Also time torch.compile of the reference on torch2* tasks (costs a compile a shape)."""
 
 
 @dataclass(frozen=True)
@@ -238,7 +243,15 @@ def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> At
         status: str
         reason = ""
         try:
-            verdict = judge(job.task, workspace.path, device=job.device, seed=secret, mode="final")
+            verdict = judge(
+                job.task,
+                workspace.path,
+                device=job.device,
+                seed=secret,
+                mode="final",
+                time_cap_s=config.time_cap_s,
+                compile_reference=config.compile_reference,
+            )
             status, reason = verdict.status, verdict.reason
         except GauntletError as err:
             logger.error("judge failed on %s: %s", job.attempt_id, err)

@@ -14,6 +14,7 @@ from gauntlet import devices, suites
 from gauntlet._cli.output import out, styled_status
 from gauntlet.errors import ConfigError
 from gauntlet.judge import Verdict, judge
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +29,9 @@ def evaluate(
     configs: str = typer.Option("all", "--configs", "-c", help="visible, hidden or all."),
     seed: int = typer.Option(None, "--seed", help="Secret seed for hidden configs and inputs."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict record as JSON."),
+    time_cap: float = typer.Option(
+        DEFAULT_TIME_CAP_S, "--time-cap", min=0.1, help="Seconds of GPU timing per config at most."
+    ),
 ) -> None:
     """Judge a submission; exit 0 on pass, 1 on a failed gate, 2 on bad usage or input."""
     if configs not in ("visible", "hidden", "all"):
@@ -52,6 +56,7 @@ def evaluate(
             device=chosen,
             configs=configs,  # type: ignore[arg-type]
             seed=seed if seed is not None else secrets.randbits(62),
+            time_cap_s=time_cap,
         )
     if as_json:
         out.print_json(verdict.model_dump_json())

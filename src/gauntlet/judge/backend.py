@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.judge.verdict import ConfigResult, Mode
 from gauntlet.task import Config, Task
 
@@ -73,6 +74,10 @@ class EvalRequest:
     mode: Mode
     timed: bool
     workdir: Path
+    time_cap_s: float = DEFAULT_TIME_CAP_S
+    """Timing per config stops here even when the speedup's CI is still wider than 1%."""
+    compile_reference: bool = True
+    """Also time `torch.compile` of the reference (torch2* tracks; visible configs)."""
     is_baseline: bool = False
     """The submission is exactly the task's own baseline (`Task.baseline_files`): trusted code,
     so checks against doing the work in PyTorch do not apply to it."""

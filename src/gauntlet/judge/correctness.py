@@ -44,12 +44,17 @@ def compare(
     tol: Tolerance,
     l2_bound: float,
     what: str,
+    device: str = "cpu",
 ) -> Comparison:
-    """Element-wise atol/rtol check plus the relative L2 bound, all in float64."""
+    """Element-wise atol/rtol check plus the relative L2 bound, all in float64, on `device`.
+
+    GPU-sized outputs are compared on the GPU being judged: on the host, the float64
+    temporaries of a 10^8-element output cost seconds per trial.
+    """
     import torch
 
-    cand = candidate.to(torch.float64)
-    ref = reference.to(torch.float64)
+    cand = candidate.to(device=device, dtype=torch.float64)
+    ref = reference.to(device=device, dtype=torch.float64)
     total = max(ref.numel(), 1)
     ref_finite = torch.isfinite(ref)
     cand_finite = torch.isfinite(cand)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from gauntlet.judge import devicelock
 from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.judge.verdict import (
     GATES,
     ConfigResult,
@@ -33,7 +34,7 @@ from gauntlet.judge.verdict import (
     Status,
     Verdict,
 )
-from gauntlet.task import Task
+from gauntlet.task import Config, Task
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +180,14 @@ def judge(
     seed: int = 0,
     mode: Mode = "final",
     workdir: Path | None = None,
+    time_cap_s: float = DEFAULT_TIME_CAP_S,
+    compile_reference: bool = True,
 ) -> Verdict:
     """Judge the contract's files in `submission_dir` and return the verdict.
+
+    `time_cap_s` caps the timing of each config on a GPU (the adaptive loop otherwise runs
+    until the speedup's 95% CI is within 1%); `compile_reference` also times `torch.compile`
+    of the reference on torch2* tasks, for the record.
 
     Never raises for anything the submission does; raises JudgeError only when the judge's own
     machinery (or the task's trusted code) fails.
@@ -190,14 +197,26 @@ def judge(
     verdicts = _Verdicts(task, device, mode)
     with tempfile.TemporaryDirectory(prefix="gauntlet-judge-", dir=workdir) as tmp:
         work = Path(tmp)
+        started = time.monotonic()
         prepared = _prepare(task, Path(submission_dir), device, work, verdicts)
         if isinstance(prepared, Verdict):
             return prepared
         submission, backend, build, common = prepared
-        is_baseline = submission.files == task.baseline_files()
-        return _check(
-            task, backend, build, verdicts, device, configs, seed, mode, work, common, is_baseline
+        common["phases_s"] = {"build": time.monotonic() - started}
+        request = EvalRequest(
+            task=task,
+            build=build,
+            configs=_configs(task, configs, seed),
+            device=device,
+            seed=seed,
+            mode=mode,
+            timed=device_is_timed(device),
+            workdir=work,
+            time_cap_s=time_cap_s,
+            compile_reference=compile_reference,
+            is_baseline=submission.files == task.baseline_files(),
         )
+        return _check(task, backend, request, verdicts, common)
 
 
 def check_static(task: Task, submission_dir: Path | str, *, device: str = "cpu") -> Verdict:
@@ -237,33 +256,20 @@ def _prepare(
     return submission, backend, build, common
 
 
+def _configs(task: Task, configs: ConfigSet, seed: int) -> list[Config]:
+    visible = task.visible_configs if configs in ("visible", "all") else []
+    hidden = task.hidden_configs(seed) if configs in ("hidden", "all") else []
+    return visible + hidden
+
+
 def _check(
     task: Task,
     backend: Backend,
-    build: BuildResult,
+    request: EvalRequest,
     verdicts: _Verdicts,
-    device: str,
-    configs: ConfigSet,
-    seed: int,
-    mode: Mode,
-    work: Path,
     common: dict[str, Any],
-    is_baseline: bool,
 ) -> Verdict:
-    timed = device_is_timed(device)
-    visible = task.visible_configs if configs in ("visible", "all") else []
-    hidden = task.hidden_configs(seed) if configs in ("hidden", "all") else []
-    request = EvalRequest(
-        task=task,
-        build=build,
-        configs=visible + hidden,
-        device=device,
-        seed=seed,
-        mode=mode,
-        timed=timed,
-        workdir=work,
-        is_baseline=is_baseline,
-    )
+    device, timed = request.device, request.timed
     if device.startswith(("cuda", "rocm")):
         with devicelock.exclusive(device):
             evaluation = backend.evaluate(request)
@@ -276,7 +282,7 @@ def _check(
         "stdout": evaluation.stdout,
         "stderr": evaluation.stderr,
         "environment": evaluation.environment,
-        "phases_s": evaluation.phases_s,
+        "phases_s": {**common.get("phases_s", {}), **evaluation.phases_s},
         "timed": timed,
         "timing_note": "" if timed else f"device '{device}' is not timed: correctness only",
     }

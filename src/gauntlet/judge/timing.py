@@ -40,6 +40,10 @@ LIBRARY_KERNELS = re.compile(
 )
 
 
+#: Seconds of timing per config before the adaptive loop stops short of its target CI.
+DEFAULT_TIME_CAP_S = 10.0
+
+
 @dataclass(frozen=True)
 class TimingPlan:
     """How to time one config; sent by the orchestrator."""
@@ -52,7 +56,7 @@ class TimingPlan:
     max_pairs: int = 2000
     target_ci: float = 0.01
     """Relative width of the speedup's 95% confidence interval to stop at."""
-    time_cap_s: float = 10.0
+    time_cap_s: float = DEFAULT_TIME_CAP_S
     warmup: int = 3
     flush_factor: int = 4
     """The flush buffer is this many times the L2 size."""

@@ -457,7 +457,9 @@ def _time_configs(
         base = _make_inputs(request, config, spec["inputs"])
         plan = timing.TimingPlan(**spec["plan"])
         clocks_before = _clocks()
-        compiled = _compiled_reference(request) if request.get("compile_reference") else None
+        compiled = (
+            _compiled_reference(request) if name in request.get("compile_reference", []) else None
+        )
         try:
             result = timing.measure(
                 entry, baseline, base, request.get("wrt") or [], plan, l2_bytes, compiled
