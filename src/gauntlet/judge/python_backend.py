@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import os
 import random
 import resource
@@ -42,7 +43,7 @@ from gauntlet.judge.channel import (
 from gauntlet.judge.seeds import derive_seed
 from gauntlet.judge.timing import TimingPlan
 from gauntlet.judge.verdict import ConfigResult, Timing
-from gauntlet.task import Config, Task
+from gauntlet.task import Config, Task, Tolerance
 
 if TYPE_CHECKING:
     import torch
@@ -117,14 +118,25 @@ class _Trial:
 
 
 @dataclass
+class _Sample:
+    """The float64 reference of one timed call, and the baseline's error on that call."""
+
+    outputs: list[torch.Tensor]
+    baseline_rel_l2: list[float]
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.outputs)
+
+
+@dataclass
 class _ConfigState:
     config: Config
     trials: list[dict[str, Any]]
     timing: dict[str, Any] | None = None
     """The timing plan and base inputs for this config, when it is timed."""
     reference: list[_Trial] = field(default_factory=list)
-    samples: dict[int, list[torch.Tensor]] = field(default_factory=dict)
-    """Float64 references of the timed calls whose outputs are checked, by position."""
+    samples: dict[int, _Sample] = field(default_factory=dict)
+    """References of the timed calls whose outputs are checked, by position."""
 
     def sample_requests(self) -> list[dict[str, Any]]:
         if self.timing is None:
@@ -171,9 +183,7 @@ class _ReferenceCache:
 
     def __init__(self, limit_bytes: int) -> None:
         self.limit_bytes = limit_bytes
-        self.entries: OrderedDict[str, tuple[list[_Trial], dict[int, list[torch.Tensor]], int]] = (
-            OrderedDict()
-        )
+        self.entries: OrderedDict[str, tuple[list[_Trial], dict[int, _Sample], int]] = OrderedDict()
         self.lock = threading.Lock()
 
     @staticmethod
@@ -188,7 +198,7 @@ class _ReferenceCache:
         hasher.update(json.dumps([state.config.params, state.trials, samples, device]).encode())
         return hasher.hexdigest()
 
-    def get(self, key: str) -> tuple[list[_Trial], dict[int, list[torch.Tensor]]] | None:
+    def get(self, key: str) -> tuple[list[_Trial], dict[int, _Sample]] | None:
         with self.lock:
             entry = self.entries.get(key)
             if entry is None:
@@ -196,9 +206,8 @@ class _ReferenceCache:
             self.entries.move_to_end(key)
             return entry[0], entry[1]
 
-    def put(self, key: str, trials: list[_Trial], samples: dict[int, list[torch.Tensor]]) -> None:
-        size = sum(t.nbytes() for t in trials)
-        size += sum(x.numel() * x.element_size() for xs in samples.values() for x in xs)
+    def put(self, key: str, trials: list[_Trial], samples: dict[int, _Sample]) -> None:
+        size = sum(t.nbytes() for t in trials) + sum(s.nbytes() for s in samples.values())
         with self.lock:
             self.entries[key] = (trials, samples, size)
             while sum(e[2] for e in self.entries.values()) > self.limit_bytes and self.entries:
@@ -329,6 +338,7 @@ class _Evaluation:
                     f"({type(err).__name__}; exit {finished.returncode}): {finished.stderr[-3000:]}"
                 ) from err
             event = header.get("event")
+            _trace(self.task, "reference", header, tensors)
             if event == "done":
                 return
             if event == "worker_error":
@@ -338,7 +348,9 @@ class _Evaluation:
                 )
             state = by_name[header["config"]]
             if event == "sample":
-                state.samples[int(header["position"])] = tensors
+                state.samples[int(header["position"])] = _Sample(
+                    tensors, [float(e) for e in header["baseline_rel_l2"]]
+                )
                 continue
             n_out = len(header["baseline_rel_l2"])
             state.reference.append(
@@ -390,6 +402,7 @@ class _Evaluation:
                 failure = ("rejected", f"the submission's process broke the result protocol: {err}")
                 break
             event = header.get("event")
+            _trace(self.task, "candidate", header, tensors)
             if event == "loaded":
                 phase("startup")
                 deadline = time.monotonic() + STARTUP_S
@@ -477,22 +490,29 @@ class _Evaluation:
         """The config's result with its timing; a problem that makes the times untrustworthy."""
         summary = header["summary"]
         spec = self.task.spec
-        tol = correctness.tolerance_for(spec.tolerance, state.config.dtype)
+        reported = [int(position) for position, _ in header["samples"]]
+        if sorted(reported) != sorted(state.samples):
+            return result, f"the timed calls kept for checking are {reported}, not the judge's"
+        # Timed calls run on scaled inputs, where even the baseline can be further from the
+        # float64 reference than the trials' element-wise tolerance: the output of a timed call
+        # is held to the relative L2 bound over the baseline's error on that very call, and to
+        # the reference's NaN/Inf pattern.
+        anywhere = Tolerance(atol=math.inf, rtol=math.inf)
         offset = 0
         for position, count in header["samples"]:
             outputs = tensors[offset : offset + count]
             offset += count
-            expected = state.samples.get(int(position), [])
-            if len(outputs) != len(expected):
+            sample = state.samples[int(position)]
+            if len(outputs) != len(sample.outputs):
                 return result, f"timed call {position} returned {len(outputs)} outputs"
-            for out, want in zip(outputs, expected, strict=True):
-                bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, 0.0)
-                # The bound of the trials (margin over the baseline's error) still applies.
-                bound = max(bound, result.rel_l2_bound or 0.0)
+            for out, want, base_err in zip(
+                outputs, sample.outputs, sample.baseline_rel_l2, strict=True
+            ):
+                bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, base_err)
                 check = correctness.compare(
                     out,
                     want,
-                    tol,
+                    anywhere,
                     bound,
                     f"timed call {position}",
                     _compare_device(self.request.device),
@@ -525,6 +545,21 @@ class _Evaluation:
             event_us=summary.get("event_us"),
         )
         return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
+
+
+def _trace(task: Task, role: str, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
+    """Each message from a worker, at debug level (`gauntlet -v`): where a slow judgment is."""
+    if logger.isEnabledFor(logging.DEBUG):
+        size = sum(t.numel() * t.element_size() for t in tensors)
+        logger.debug(
+            "%s %s worker: %s %s %s (%.1f MB)",
+            task.task_id,
+            role,
+            header.get("event"),
+            header.get("config", ""),
+            header.get("trial", header.get("position", "")),
+            size / 1e6,
+        )
 
 
 def _compare_device(device: str) -> str:

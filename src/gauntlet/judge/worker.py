@@ -96,8 +96,10 @@ def _bytes_of(tensor: torch.Tensor) -> bytes:
 def _rel_l2(candidate: torch.Tensor, reference: torch.Tensor) -> float:
     import torch
 
-    diff = candidate.detach().to(torch.float64).cpu() - reference.detach().to(torch.float64).cpu()
-    denom = float(torch.linalg.vector_norm(reference.to(torch.float64).cpu()))
+    # On the reference's device: on the host, GPU-sized outputs cost seconds a trial.
+    ref = reference.detach().to(torch.float64)
+    diff = candidate.detach().to(device=ref.device, dtype=torch.float64) - ref
+    denom = float(torch.linalg.vector_norm(ref))
     num = float(torch.linalg.vector_norm(diff))
     if math.isnan(num):
         return math.inf
@@ -257,9 +259,17 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             inputs = timing.scaled_inputs(_make_inputs(request, config, sample), sample["scale"])
             with torch.no_grad():
                 expected64 = _as_tuple(ref(*(_upcast(v) for v in inputs.values())))
+                base_out = _as_tuple(base(*(_clone(v) for v in inputs.values())))
             _send(
                 fd,
-                {"event": "sample", "config": config["name"], "position": sample["position"]},
+                {
+                    "event": "sample",
+                    "config": config["name"],
+                    "position": sample["position"],
+                    "baseline_rel_l2": [
+                        _rel_l2(b, e) for b, e in zip(base_out, expected64, strict=True)
+                    ],
+                },
                 [e.detach() for e in expected64],
             )
         for index, trial in enumerate(config["trials"]):
