@@ -1,6 +1,7 @@
 """LayerNorm in CUDA: rows held in registers, 16-byte loads, warp-shuffle reductions.
 
-One block of 512 threads per row. The row is loaded once with 16-byte vector loads into
+One block per row, of 64 to 512 threads sized to the row (about four 16-byte packs a
+thread, so short rows leave no threads idle). The row is loaded once with 16-byte vector loads into
 registers (rows up to 512 * 4 packs: 16K half-precision or 8K float32 values); the mean and
 then the centered variance (exact, no cancellation) are computed from the registers, each
 reduced with warp shuffles and one exchange across warps; the output goes out with 16-byte
@@ -58,93 +59,133 @@ __host__ __forceinline__ bool aligned16(const void* p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
-constexpr int THREADS = 512;
+constexpr int MAX_THREADS = 512;
 constexpr int MAXP = 4;  // 16-byte packs a thread keeps in registers
 
-// One row per block. CACHED: the row fits in registers (at most THREADS * MAXP packs) and is
-// read once; otherwise the second pass reads it again.
+// One row per block of blockDim.x threads, sized to the row by the host so that short rows
+// leave no threads idle. CACHED: the row fits in registers (at most blockDim.x * MAXP packs)
+// and is read once; otherwise each pass reads it again (from L2). The variance is centered
+// (exact, no E[x^2] - E[x]^2 cancellation). Orders depend on the shape only: results repeat.
 template <typename scalar_t, bool CACHED>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(MAX_THREADS)
 norm_vec(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
          const scalar_t* __restrict__ b, scalar_t* __restrict__ y, int64_t cols, float eps) {
     using P = Pack<scalar_t>;
     constexpr int N = P::N;
     __shared__ float red[32];
     const int64_t packs = cols / N;
+    const int nt = blockDim.x;
     const P* row = reinterpret_cast<const P*>(x + blockIdx.x * cols);
     P* out = reinterpret_cast<P*>(y + blockIdx.x * cols);
     const P* wp = reinterpret_cast<const P*>(w);
     const P* bp = reinterpret_cast<const P*>(b);
-    P regs[MAXP];  // used when CACHED: one pass of the outer loop
-    float s = 0.0f;
-    for (int64_t base = 0; base < packs; base += static_cast<int64_t>(THREADS) * MAXP) {
+    if (CACHED) {
+        // Fully unrolled with predicates (no break), so regs stays in registers.
+        P regs[MAXP];
+        float s = 0.0f;
 #pragma unroll
-    for (int k = 0; k < MAXP; ++k) {
-        const int64_t p = base + threadIdx.x + static_cast<int64_t>(k) * THREADS;
-        if (p >= packs) break;
-        const P v = row[p];
-        if (CACHED) regs[k] = v;
+        for (int k = 0; k < MAXP; ++k) {
+            const int64_t p = threadIdx.x + static_cast<int64_t>(k) * nt;
+            if (p < packs) {
+                regs[k] = row[p];
 #pragma unroll
-        for (int e = 0; e < N; ++e) s += static_cast<float>(v.v[e]);
-    }
-    }
-    const float mean = block_reduce<false>(s, red) / static_cast<float>(cols);
-    float q = 0.0f;
-    for (int64_t base = 0; base < packs; base += static_cast<int64_t>(THREADS) * MAXP) {
-#pragma unroll
-    for (int k = 0; k < MAXP; ++k) {
-        const int64_t p = base + threadIdx.x + static_cast<int64_t>(k) * THREADS;
-        if (p >= packs) break;
-        const P v = CACHED ? regs[k] : row[p];
-#pragma unroll
-        for (int e = 0; e < N; ++e) {
-            const float d = static_cast<float>(v.v[e]) - mean;
-            q += d * d;
+                for (int e = 0; e < N; ++e) s += static_cast<float>(regs[k].v[e]);
+            }
         }
-    }
-    }
-    const float rstd = rsqrtf(block_reduce<false>(q, red) / static_cast<float>(cols) + eps);
-    for (int64_t base = 0; base < packs; base += static_cast<int64_t>(THREADS) * MAXP) {
+        const float mean = block_reduce<false>(s, red) / static_cast<float>(cols);
+        float q = 0.0f;
 #pragma unroll
-    for (int k = 0; k < MAXP; ++k) {
-        const int64_t p = base + threadIdx.x + static_cast<int64_t>(k) * THREADS;
-        if (p >= packs) break;
-        const P v = CACHED ? regs[k] : row[p];
-        const P wv = wp[p];
-        const P bv = bp[p];
-        P o;
+        for (int k = 0; k < MAXP; ++k) {
+            const int64_t p = threadIdx.x + static_cast<int64_t>(k) * nt;
+            if (p < packs) {
 #pragma unroll
-        for (int e = 0; e < N; ++e) {
-            o.v[e] = static_cast<scalar_t>((static_cast<float>(v.v[e]) - mean) * rstd * static_cast<float>(wv.v[e]) + static_cast<float>(bv.v[e]));
+                for (int e = 0; e < N; ++e) {
+                    const float d = static_cast<float>(regs[k].v[e]) - mean;
+                    q += d * d;
+                }
+            }
         }
-        out[p] = o;
-    }
+        const float rstd = rsqrtf(block_reduce<false>(q, red) / static_cast<float>(cols) + eps);
+#pragma unroll
+        for (int k = 0; k < MAXP; ++k) {
+            const int64_t p = threadIdx.x + static_cast<int64_t>(k) * nt;
+            if (p < packs) {
+                const P wv = wp[p];
+                const P bv = bp[p];
+                P o;
+#pragma unroll
+                for (int e = 0; e < N; ++e) {
+                    o.v[e] = static_cast<scalar_t>((static_cast<float>(regs[k].v[e]) - mean) * rstd *
+                                                   static_cast<float>(wv.v[e]) +
+                                                   static_cast<float>(bv.v[e]));
+                }
+                out[p] = o;
+            }
+        }
+    } else {
+        float s = 0.0f;
+        for (int64_t p = threadIdx.x; p < packs; p += nt) {
+            const P v = row[p];
+#pragma unroll
+            for (int e = 0; e < N; ++e) s += static_cast<float>(v.v[e]);
+        }
+        const float mean = block_reduce<false>(s, red) / static_cast<float>(cols);
+        float q = 0.0f;
+        for (int64_t p = threadIdx.x; p < packs; p += nt) {
+            const P v = row[p];
+#pragma unroll
+            for (int e = 0; e < N; ++e) {
+                const float d = static_cast<float>(v.v[e]) - mean;
+                q += d * d;
+            }
+        }
+        const float rstd = rsqrtf(block_reduce<false>(q, red) / static_cast<float>(cols) + eps);
+        for (int64_t p = threadIdx.x; p < packs; p += nt) {
+            const P v = row[p];
+            const P wv = wp[p];
+            const P bv = bp[p];
+            P o;
+#pragma unroll
+            for (int e = 0; e < N; ++e) {
+                o.v[e] = static_cast<scalar_t>((static_cast<float>(v.v[e]) - mean) * rstd *
+                                               static_cast<float>(wv.v[e]) +
+                                               static_cast<float>(bv.v[e]));
+            }
+            out[p] = o;
+        }
     }
 }
 
 template <typename scalar_t>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(MAX_THREADS)
 norm_scalar(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
             const scalar_t* __restrict__ b, scalar_t* __restrict__ y, int64_t cols, float eps) {
     __shared__ float red[32];
     const scalar_t* row = x + blockIdx.x * cols;
     scalar_t* out = y + blockIdx.x * cols;
     float s = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += THREADS) s += static_cast<float>(row[j]);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += static_cast<float>(row[j]);
     const float mean = block_reduce<false>(s, red) / static_cast<float>(cols);
     float q = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += THREADS) {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
         const float d = static_cast<float>(row[j]) - mean;
         q += d * d;
     }
     const float rstd = rsqrtf(block_reduce<false>(q, red) / static_cast<float>(cols) + eps);
-    for (int64_t j = threadIdx.x; j < cols; j += THREADS) {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
         out[j] = static_cast<scalar_t>((static_cast<float>(row[j]) - mean) * rstd * static_cast<float>(w[j]) + static_cast<float>(b[j]));
     }
 }
 
+// Threads for one row: about MAXP packs (or elements) each, a multiple of 32 in [64, 512].
+inline int threads_for(int64_t items) {
+    const int64_t t = ((items + MAXP - 1) / MAXP + 31) / 32 * 32;
+    return static_cast<int>(t < 64 ? 64 : (t > MAX_THREADS ? MAX_THREADS : t));
+}
+
 torch::Tensor layer_norm(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, double eps) {
-    TORCH_CHECK(x.is_cuda() && x.dim() == 2 && weight.numel() == x.size(1), "x (rows, cols), weight (cols,)");
+    TORCH_CHECK(x.is_cuda() && x.dim() == 2 && weight.numel() == x.size(1) && bias.numel() == x.size(1),
+                "x (rows, cols), weight and bias (cols,)");
     auto xc = x.contiguous();
     auto wc = weight.contiguous();
     auto bc = bias.contiguous();
@@ -160,12 +201,16 @@ torch::Tensor layer_norm(torch::Tensor x, torch::Tensor weight, torch::Tensor bi
         const scalar_t* bp = bc.data_ptr<scalar_t>();
         scalar_t* yp = y.data_ptr<scalar_t>();
         const bool vec = cols % N == 0 && aligned16(xp) && aligned16(wp) && aligned16(bp) && aligned16(yp);
-        if (vec && cols / N <= static_cast<int64_t>(THREADS) * MAXP) {
-            norm_vec<scalar_t, true><<<rows, THREADS, 0, stream>>>(xp, wp, bp, yp, cols, e);
-        } else if (vec) {
-            norm_vec<scalar_t, false><<<rows, THREADS, 0, stream>>>(xp, wp, bp, yp, cols, e);
+        if (vec) {
+            const int64_t packs = cols / N;
+            const int threads = threads_for(packs);
+            if (packs <= static_cast<int64_t>(threads) * MAXP) {
+                norm_vec<scalar_t, true><<<rows, threads, 0, stream>>>(xp, wp, bp, yp, cols, e);
+            } else {
+                norm_vec<scalar_t, false><<<rows, threads, 0, stream>>>(xp, wp, bp, yp, cols, e);
+            }
         } else {
-            norm_scalar<scalar_t><<<rows, THREADS, 0, stream>>>(xp, wp, bp, yp, cols, e);
+            norm_scalar<scalar_t><<<rows, threads_for(cols), 0, stream>>>(xp, wp, bp, yp, cols, e);
         }
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
