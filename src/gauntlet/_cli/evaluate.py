@@ -32,6 +32,11 @@ def evaluate(
     time_cap: float = typer.Option(
         DEFAULT_TIME_CAP_S, "--time-cap", min=0.1, help="Seconds of GPU timing per config at most."
     ),
+    compile_reference: bool = typer.Option(
+        True,
+        "--compile-reference/--no-compile-reference",
+        help="Also time torch.compile of the reference (torch2* tasks, for the record).",
+    ),
 ) -> None:
     """Judge a submission; exit 0 on pass, 1 on a failed gate, 2 on bad usage or input."""
     if configs not in ("visible", "hidden", "all"):
@@ -57,6 +62,7 @@ def evaluate(
             configs=configs,  # type: ignore[arg-type]
             seed=seed if seed is not None else secrets.randbits(62),
             time_cap_s=time_cap,
+            compile_reference=compile_reference,
         )
     if as_json:
         out.print_json(verdict.model_dump_json())
