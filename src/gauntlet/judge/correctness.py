@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     import torch
 
 
+#: An element-wise tolerance that admits every finite value (rtol 0: inf x |0| would be NaN),
+#: for checks held only to the relative L2 bound and the reference's NaN/Inf pattern.
+ANY_FINITE = Tolerance(atol=math.inf, rtol=0.0)
+
+
 @dataclass
 class Comparison:
     """How one output tensor compares with its reference."""

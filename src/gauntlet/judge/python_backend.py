@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import math
 import os
 import random
 import resource
@@ -43,7 +42,7 @@ from gauntlet.judge.channel import (
 from gauntlet.judge.seeds import derive_seed
 from gauntlet.judge.timing import TimingPlan
 from gauntlet.judge.verdict import ConfigResult, Timing
-from gauntlet.task import Config, Task, Tolerance
+from gauntlet.task import Config, Task
 
 if TYPE_CHECKING:
     import torch
@@ -497,7 +496,6 @@ class _Evaluation:
         # float64 reference than the trials' element-wise tolerance: the output of a timed call
         # is held to the relative L2 bound over the baseline's error on that very call, and to
         # the reference's NaN/Inf pattern.
-        anywhere = Tolerance(atol=math.inf, rtol=math.inf)
         offset = 0
         for position, count in header["samples"]:
             outputs = tensors[offset : offset + count]
@@ -512,7 +510,7 @@ class _Evaluation:
                 check = correctness.compare(
                     out,
                     want,
-                    anywhere,
+                    correctness.ANY_FINITE,
                     bound,
                     f"timed call {position}",
                     _compare_device(self.request.device),
