@@ -541,6 +541,7 @@ class _Evaluation:
             kernels=list(summary.get("kernels", [])),
             host_us=summary.get("host_us"),
             event_us=summary.get("event_us"),
+            spin_us=summary.get("spin_us"),
         )
         return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
 

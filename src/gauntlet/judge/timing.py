@@ -215,14 +215,20 @@ def measure(
     end = torch.cuda.Event(enable_timing=True)
     sampled = set(plan.sample_positions)
     with grad_mode:
-        launch_us = 0.0
+        launches: list[float] = []
         for role in ("baseline", "candidate"):
             for i in range(plan.warmup):
                 args = inputs[role].prepare(plan.scales[i % len(plan.scales)])
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 _call(fns[role], args, wrt_idx)
-                launch_us = max(launch_us, (time.perf_counter() - t0) * 1e6)
+                # A role's first call here may compile, autotune or set up a library (the
+                # baseline is first called in this process now): sized from it, the busy-wait
+                # before every timed call would last as long as that first call. (Suspected
+                # cause of ~9 s of timing a config on an H100 with 20 pairs; unconfirmed.)
+                if i > 0 or plan.warmup == 1:
+                    launches.append((time.perf_counter() - t0) * 1e6)
+        launch_us = max(launches, default=0.0)
         torch.cuda.synchronize()
         spin = _spin_cycles(2.0 * launch_us + 20.0)
         result.spin_us = 2.0 * launch_us + 20.0

@@ -66,6 +66,8 @@ class Timing(_Record):
     """Host-clock time of a device-synchronised candidate call (the cross-check)."""
     event_us: float | None = None
     """Event time of the same calls."""
+    spin_us: float | None = None
+    """GPU busy-wait queued before each start event (sized from the host's launch time)."""
 
 
 class ConfigResult(_Record):
