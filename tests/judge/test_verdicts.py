@@ -56,3 +56,15 @@ def test_feedback_mode_checks_visible_configs_only(tmp_path: Path) -> None:
     verdict = judge(SCALE_ADD(), tmp_path, device="cpu", mode="feedback")
     assert verdict.status == "pass"
     assert verdict.configs and not any(c.config.hidden for c in verdict.configs)
+
+
+def test_verdict_records_where_its_time_went(tmp_path: Path) -> None:
+    shutil.copyfile(CORPUS / "correct.py", tmp_path / "kernel.py")
+    # A seed no other test uses, so the reference is computed here rather than cached.
+    verdict = judge(SCALE_ADD(), tmp_path, device="cpu", seed=424242)
+    assert verdict.status == "pass", verdict.reason
+    phases = verdict.phases_s
+    for name in ("build", "reference", "correctness", "reference.reference", "reference.send"):
+        assert name in phases and phases[name] >= 0.0, phases
+    steps = sum(v for k, v in phases.items() if k.startswith("reference."))
+    assert steps <= phases["reference"] + 0.05

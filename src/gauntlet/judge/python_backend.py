@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import os
 import random
 import resource
@@ -240,6 +241,8 @@ class _Evaluation:
         self.tmp = request.workdir / "worker-tmp"
         self.reference_s = 0.0
         """Time spent waiting for the reference worker (0 when every config was cached)."""
+        self.reference_steps: dict[str, float] = {}
+        """The reference worker's own split of that time (inputs, reference, baseline, ...)."""
 
     def _request(self, role: str, states: list[_ConfigState]) -> dict[str, Any]:
         spec = self.task.spec
@@ -339,6 +342,7 @@ class _Evaluation:
             event = header.get("event")
             _trace(self.task, "reference", header, tensors)
             if event == "done":
+                self.reference_steps = _phases(header.get("phases"))
                 return
             if event == "worker_error":
                 raise JudgeError(
@@ -366,6 +370,8 @@ class _Evaluation:
         evaluation = Evaluation()
         if self.reference_s:
             evaluation.phases_s["reference"] = self.reference_s
+            for step, seconds in self.reference_steps.items():
+                evaluation.phases_s[f"reference.{step}"] = seconds
         by_name = {s.config.name: s for s in self.states}
         results: dict[str, ConfigResult] = {}
         current: _ConfigCheck | None = None
@@ -430,6 +436,11 @@ class _Evaluation:
             elif event == "timed":
                 name = header["config"]
                 results[name], problem = self._timed(by_name[name], results[name], header, tensors)
+                # The worker's split of its timing (warm-up, pairs, cross-checks): diagnostics
+                # only, from an untrusted process, so nothing is decided on them.
+                for step, seconds in _phases(header["summary"].get("phases")).items():
+                    key = f"timing.{step}"
+                    evaluation.phases_s[key] = evaluation.phases_s.get(key, 0.0) + seconds
                 if problem:
                     failure = ("rejected", f"config {by_name[name].config.label()}: {problem}")
                 evaluation.environment.update(_clock_environment(name, header.get("clocks", {})))
@@ -559,6 +570,17 @@ def _trace(task: Task, role: str, header: dict[str, Any], tensors: list[torch.Te
             header.get("trial", header.get("position", "")),
             size / 1e6,
         )
+
+
+def _phases(value: Any) -> dict[str, float]:
+    """A worker's phase times, kept only where they are names and finite seconds."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k)[:40]: float(v)
+        for k, v in list(value.items())[:20]
+        if isinstance(v, int | float) and math.isfinite(v)
+    }
 
 
 def _compare_device(device: str) -> str:

@@ -84,6 +84,8 @@ class Measurement:
     spin_us: float = 0.0
     """GPU busy-wait queued before each start event, sized from the host's launch time."""
     compiled_note: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in warm-up, pairs, cross-checks and the compiled reference."""
 
     def summary(self) -> dict[str, Any]:
         """Medians, IQRs, the median speedup and its confidence interval."""
@@ -105,6 +107,7 @@ class Measurement:
             "compiled": self.compiled_us,
             "spin_us": self.spin_us,
             "compiled_note": self.compiled_note,
+            "phases": self.phases,
         }
 
 
@@ -214,6 +217,14 @@ def measure(
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     sampled = set(plan.sample_positions)
+    lap = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal lap
+        now = time.perf_counter()
+        result.phases[name] = result.phases.get(name, 0.0) + now - lap
+        lap = now
+
     with grad_mode:
         launches: list[float] = []
         for role in ("baseline", "candidate"):
@@ -232,6 +243,7 @@ def measure(
         torch.cuda.synchronize()
         spin = _spin_cycles(2.0 * launch_us + 20.0)
         result.spin_us = 2.0 * launch_us + 20.0
+        step("warmup")
         started = time.perf_counter()
         k = 0
         while k < plan.max_pairs:
@@ -262,7 +274,9 @@ def measure(
                     break
                 if time.perf_counter() - started > plan.time_cap_s:
                     break
+        step("pairs")
         _cross_check(result, fns["candidate"], inputs["candidate"], plan, wrt_idx, flush)
+        step("cross_check")
         if compiled is not None:
             try:
                 result.compiled_us = _time_alone(
@@ -270,6 +284,7 @@ def measure(
                 )
             except Exception as err:  # noqa: BLE001 - a record-only figure; the verdict stands
                 result.compiled_note = f"torch.compile of the reference failed: {err}"[:500]
+            step("compiled_reference")
     return result
 
 

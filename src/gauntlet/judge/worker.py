@@ -58,6 +58,24 @@ def _send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = 
     write_frame(fd, header, tensors)
 
 
+class _Laps:
+    """Seconds per named step, for the verdict's phases: where a judgment's time goes."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        import torch
+
+        # GPU work is asynchronous: without a sync it would count to the step that waits on it.
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        self.totals[name] = self.totals.get(name, 0.0) + now - self.last
+        self.last = now
+
+
 def _load_module(path: Path, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -236,6 +254,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
     """Draw inputs, compute the float64 reference, expected types and the baseline's error."""
     import torch
 
+    laps = _Laps()
     root = Path(request["task_root"])
     ref = getattr(
         _load_module(root / request["reference"]["file"], "_gauntlet_reference"),
@@ -252,14 +271,18 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             request["baseline"]["entry"],
         )
     wrt: list[str] = request.get("wrt") or []
+    laps.lap("setup")
     for config in request["configs"]:
         for sample in config.get("samples", []):
             # A timed call's input: the base input times the call's scale, made exactly as the
             # timing loop makes it, so the float64 reference matches that call.
             inputs = timing.scaled_inputs(_make_inputs(request, config, sample), sample["scale"])
+            laps.lap("inputs")
             with torch.no_grad():
                 expected64 = _as_tuple(ref(*(_upcast(v) for v in inputs.values())))
+                laps.lap("reference")
                 base_out = _as_tuple(base(*(_clone(v) for v in inputs.values())))
+            laps.lap("baseline")
             _send(
                 fd,
                 {
@@ -272,8 +295,10 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 },
                 [e.detach() for e in expected64],
             )
+            laps.lap("send")
         for index, trial in enumerate(config["trials"]):
             inputs = _make_inputs(request, config, trial)
+            laps.lap("inputs")
             names = list(inputs)
             wide = {k: _upcast(v) for k, v in inputs.items()}
             for name in wrt:
@@ -283,12 +308,14 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             native_args = {k: _clone(v) for k, v in inputs.items()}
             with torch.no_grad():
                 native = ref(*native_args.values())
+            laps.lap("reference")
             base_args = {k: _clone(v) for k, v in inputs.items()}
             for name in wrt:
                 base_args[name].requires_grad_(True)
             with torch.enable_grad() if wrt else torch.no_grad():
                 base_out = _as_tuple(base(*base_args.values()))
             base_err = [_rel_l2(b, e) for b, e in zip(base_out, expected64, strict=True)]
+            laps.lap("baseline")
             tensors = [e.detach() for e in expected64]
             grad_errs: list[float] = []
             if wrt:
@@ -299,6 +326,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
                 grad_errs = [_rel_l2(b, e) for b, e in zip(base_grads, grads64, strict=True)]
                 tensors += [g.detach() for g in grads64]
+                laps.lap("gradients")
             _send(
                 fd,
                 {
@@ -312,7 +340,8 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 },
                 tensors,
             )
-    _send(fd, {"event": "done"})
+            laps.lap("send")
+    _send(fd, {"event": "done", "phases": laps.totals})
 
 
 def _baseline_callable(request: dict[str, Any]) -> Callable[..., Any]:
