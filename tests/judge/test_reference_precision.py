@@ -1,0 +1,22 @@
+"""What precision the reference worker sends its float64 results in (judge/worker.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from gauntlet.judge.worker import _for_judge
+
+
+def test_half_precision_outputs_get_float32_references() -> None:
+    exact = torch.tensor([1.0 / 3.0, 2.0**-20, 1e4 + 1.0 / 7.0], dtype=torch.float64)
+    for half in (torch.float16, torch.bfloat16):
+        sent = _for_judge(exact, torch.zeros(3, dtype=half))
+        assert sent.dtype == torch.float32
+        # Far below any half-precision tolerance (fp16 rounds at 5e-4 relative).
+        assert torch.allclose(sent.double(), exact, rtol=1e-7, atol=0.0)
+
+
+def test_float32_outputs_keep_float64_references() -> None:
+    exact = torch.tensor([1.0 / 3.0], dtype=torch.float64)
+    assert _for_judge(exact, torch.zeros(1, dtype=torch.float32)).dtype == torch.float64
+    assert _for_judge(exact, None).dtype == torch.float64
