@@ -58,6 +58,8 @@ def test_bad_usage_exits_2_without_traceback() -> None:
     assert unknown.returncode == 2 and "unknown task 'triton2triton/nope'" in unknown.stderr
     bad_option = gauntlet("eval", "triton2triton/scale_add", "k.py", "--configs", "some")
     assert bad_option.returncode == 2
+    no_time = gauntlet("eval", "triton2triton/scale_add", "k.py", "--time-cap", "0")
+    assert no_time.returncode == 2 and "Traceback" not in no_time.stderr
 
 
 def test_malformed_task_is_a_clear_error(tmp_path: Path) -> None:

@@ -151,3 +151,26 @@ def test_a_runaway_agent_ends_at_its_budget_and_is_judged(
     assert time.monotonic() - started < 120
     assert record.agent_status in ("timeout", "budget_exhausted")
     assert record.verdict is not None  # the workspace as it was (the template) was judged
+
+
+def test_judge_options_reach_the_judge_and_the_record(
+    fixture_tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gauntlet.runner
+
+    seen: list[dict[str, object]] = []
+    real = gauntlet.runner.judge
+
+    def recording_judge(*args: object, **kwargs: object) -> object:
+        seen.append(kwargs)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gauntlet.runner, "judge", recording_judge)
+    config = RunConfig(
+        agents=["expert"], seed=5, device="cpu", time_cap_s=2.5, compile_reference=False
+    )
+    store = start_run(config, tmp_path / "run")
+    assert [r.status for r in store.attempts()] == ["pass"]
+    assert [(k["time_cap_s"], k["compile_reference"]) for k in seen] == [(2.5, False)]
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "2.5" in json.dumps(recorded) and '"compile_reference": false' in json.dumps(recorded)

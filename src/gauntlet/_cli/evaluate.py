@@ -11,10 +11,10 @@ import typer
 from rich.table import Table
 
 from gauntlet import devices, suites
+from gauntlet._cli import judge_options
 from gauntlet._cli.output import out, styled_status
 from gauntlet.errors import ConfigError
 from gauntlet.judge import Verdict, judge
-from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 
 
 def register(app: typer.Typer) -> None:
@@ -29,14 +29,8 @@ def evaluate(
     configs: str = typer.Option("all", "--configs", "-c", help="visible, hidden or all."),
     seed: int = typer.Option(None, "--seed", help="Secret seed for hidden configs and inputs."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict record as JSON."),
-    time_cap: float = typer.Option(
-        DEFAULT_TIME_CAP_S, "--time-cap", min=0.1, help="Seconds of GPU timing per config at most."
-    ),
-    compile_reference: bool = typer.Option(
-        True,
-        "--compile-reference/--no-compile-reference",
-        help="Also time torch.compile of the reference (torch2* tasks, for the record).",
-    ),
+    time_cap: float = judge_options.time_cap(),
+    compile_reference: bool = judge_options.compile_reference(),
 ) -> None:
     """Judge a submission; exit 0 on pass, 1 on a failed gate, 2 on bad usage or input."""
     if configs not in ("visible", "hidden", "all"):

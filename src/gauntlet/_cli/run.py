@@ -11,11 +11,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gauntlet._cli import judge_options
 from gauntlet._cli.output import out, styled_status
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError
 from gauntlet.judge.pipeline import geomean
-from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.runner import RunConfig, resume_run, start_run
 from gauntlet.store import AttemptRecord, RunStore
 
@@ -52,14 +52,8 @@ def run(
     attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="Attempts per task/agent."),
     seed: int = typer.Option(None, "--seed", help="Secret seed (default: random)."),
     keep_workspaces: bool = typer.Option(False, "--keep-workspaces", help="Keep workspaces."),
-    time_cap: float = typer.Option(
-        DEFAULT_TIME_CAP_S, "--time-cap", min=0.1, help="Seconds of GPU timing per config at most."
-    ),
-    compile_reference: bool = typer.Option(
-        True,
-        "--compile-reference/--no-compile-reference",
-        help="Also time torch.compile of the reference (torch2* tasks, for the record).",
-    ),
+    time_cap: float = judge_options.time_cap(),
+    compile_reference: bool = judge_options.compile_reference(),
 ) -> None:
     """Run agents on tasks; exit 0 when the run completed, whatever the agents achieved."""
     with Progress(
