@@ -235,7 +235,7 @@ def record(path: Path, entry: str) -> list[dict[str, Any]]:
 # declares; a toolkit installed without cuBLAS, cuSPARSE or cuSOLVER (this check needs only
 # nvcc) lacks them, and the stand-ins declare just those types. A task that calls the libraries
 # for real still fails here, as it should: their use is forbidden.
-CUDA_STUBS = {
+CUDA_STAND_INS = {
     "cublas_v2.h": """#pragma once
 typedef struct cublasContext* cublasHandle_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
@@ -256,7 +256,7 @@ typedef struct cusolverDnContext* cusolverDnHandle_t;
 }
 # The CPU wheel of PyTorch ships c10/cuda's headers but not this one, which CMake generates for
 # CUDA builds with exactly this content.
-TORCH_STUBS = {
+TORCH_STAND_INS = {
     "c10/cuda/impl/cuda_cmake_macros.h": "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n",
 }
 
@@ -272,13 +272,14 @@ def _torch_include() -> Path:
     return Path(cpp_extension.__file__).resolve().parents[1] / "include"
 
 
-def _stub_include(folder: Path) -> list[str]:
+def _stand_in_include(folder: Path) -> list[str]:
     """Write stand-ins for the headers this machine lacks; their folder, if any is needed."""
+    wanted = [(_cuda_include(), CUDA_STAND_INS), (_torch_include(), TORCH_STAND_INS)]
     missing = {
-        name: text for name, text in CUDA_STUBS.items() if not (_cuda_include() / name).is_file()
-    }
-    missing |= {
-        name: text for name, text in TORCH_STUBS.items() if not (_torch_include() / name).is_file()
+        name: text
+        for root, headers in wanted
+        for name, text in headers.items()
+        if not (root / name).is_file()
     }
     for name, text in missing.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -286,16 +287,16 @@ def _stub_include(folder: Path) -> list[str]:
     return [str(folder)] if missing else []
 
 
-def _torch_includes(stubs: list[str]) -> list[str]:
+def _torch_includes(stand_ins: list[str]) -> list[str]:
     """PyTorch's, CUDA's and Python's include folders, as cpp_extension passes them."""
-    torch_include = _torch_include()
-    python_include = sysconfig.get_path("include", scheme="posix_prefix")
+    import torch.utils.cpp_extension as cpp_extension
+
+    # "cpu": a CPU build of PyTorch has no CUDA_HOME to add; nvcc's own folder stands in.
     return [
-        str(torch_include),
-        str(torch_include / "torch" / "csrc" / "api" / "include"),
+        *cpp_extension.include_paths("cpu"),
         str(_cuda_include()),
-        *stubs,
-        python_include,
+        *stand_ins,
+        sysconfig.get_path("include", scheme="posix_prefix"),
     ]
 
 
@@ -306,7 +307,7 @@ def _has_arch_flag(flags: Iterable[str]) -> bool:
     )
 
 
-def load_inline_units(rec: dict[str, Any], std: str, stubs: list[str]) -> list[Unit]:
+def load_inline_units(rec: dict[str, Any], std: str, stand_ins: list[str]) -> list[Unit]:
     """The two files `load_inline` writes for a call, with the commands its build runs."""
     name = rec["name"]
     implicit = not rec["no_implicit_headers"]
@@ -318,7 +319,7 @@ def load_inline_units(rec: dict[str, Any], std: str, stubs: list[str]) -> list[U
         cpp += [f'm.def("{f}", {wrap.format(f)}, "{f}");' for f in functions]
         cpp.append("}")
     includes = [f"-I{p}" for p in rec["extra_include_paths"]]
-    includes += [arg for p in _torch_includes(stubs) for arg in ("-isystem", p)]
+    includes += [arg for p in _torch_includes(stand_ins) for arg in ("-isystem", p)]
     defines = [f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
     # -fsyntax-only: host C++ errors are all we want from the .cpp, and it halves the time.
     cpp_cmd = ["g++", "-fsyntax-only", "-x", "c++", *defines, *includes, "-fPIC", f"-std={std}"]
@@ -398,10 +399,10 @@ def _diagnostics(output: str, marker: str) -> list[str]:
 
 @dataclass
 class Build:
-    """What every file of one check shares: the C++ standard, stub headers, compiled units."""
+    """What every file of one check shares: the C++ standard, stand-in headers, compiled units."""
 
     std: str
-    stubs: list[str]
+    stand_ins: list[str]
     cache: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -420,7 +421,7 @@ def check_file(task: Task, role: str, path: Path, build: Build) -> FileResult:
         u
         for rec in records
         for u in (
-            load_inline_units(rec, build.std, build.stubs)
+            load_inline_units(rec, build.std, build.stand_ins)
             if rec["kind"] == "load_inline"
             else [cupy_unit(rec)]
         )
@@ -465,8 +466,8 @@ def iter_checks(
         for task in (load_by_id(t, root) for t in chosen)
         for role, path in task_files(task)
     ]
-    with tempfile.TemporaryDirectory(prefix="cuda-stubs-") as stub_dir:
-        build = Build(std or torch_std(), _stub_include(Path(stub_dir)))
+    with tempfile.TemporaryDirectory(prefix="cuda-stand-ins-") as stand_in_dir:
+        build = Build(std or torch_std(), _stand_in_include(Path(stand_in_dir)))
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             yield from pool.map(lambda w: check_file(w[0], w[1], w[2], build), work)
 

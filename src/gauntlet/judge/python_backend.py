@@ -239,10 +239,6 @@ class _Evaluation:
             for c in request.configs
         ]
         self.tmp = request.workdir / "worker-tmp"
-        self.reference_s = 0.0
-        """Time spent waiting for the reference worker (0 when every config was cached)."""
-        self.reference_steps: dict[str, float] = {}
-        """The reference worker's own split of that time (inputs, reference, baseline, ...)."""
 
     def _request(self, role: str, states: list[_ConfigState]) -> dict[str, Any]:
         spec = self.task.spec
@@ -313,20 +309,25 @@ class _Evaluation:
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
             ) from err
         try:
+            phases: dict[str, float] = {}
             if reference is not None:
                 started = time.monotonic()
-                self._collect_reference(reference)
-                self.reference_s = time.monotonic() - started
+                steps = self._collect_reference(reference)
+                phases["reference"] = time.monotonic() - started
+                phases.update({f"reference.{step}": s for step, s in steps.items()})
                 for state in missing:
                     _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
-            return self._collect_candidate(candidate)
+            evaluation = self._collect_candidate(candidate)
+            evaluation.phases_s = {**phases, **evaluation.phases_s}
+            return evaluation
         finally:
             if reference is not None:
                 reference.close()
             candidate.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def _collect_reference(self, worker: _Worker) -> None:
+    def _collect_reference(self, worker: _Worker) -> dict[str, float]:
+        """Store the reference worker's results; return its own split of its time."""
         by_name = {s.config.name: s for s in self.states}
         budget = STARTUP_S + self.task.spec.timeout_s * max(1, len(self.states))
         deadline = time.monotonic() + budget
@@ -342,8 +343,7 @@ class _Evaluation:
             event = header.get("event")
             _trace(self.task, "reference", header, tensors)
             if event == "done":
-                self.reference_steps = _phases(header.get("phases"))
-                return
+                return _phases(header.get("phases"))
             if event == "worker_error":
                 raise JudgeError(
                     f"the task's own code failed in the reference worker of "
@@ -368,10 +368,6 @@ class _Evaluation:
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
         evaluation = Evaluation()
-        if self.reference_s:
-            evaluation.phases_s["reference"] = self.reference_s
-            for step, seconds in self.reference_steps.items():
-                evaluation.phases_s[f"reference.{step}"] = seconds
         by_name = {s.config.name: s for s in self.states}
         results: dict[str, ConfigResult] = {}
         current: _ConfigCheck | None = None

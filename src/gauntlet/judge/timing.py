@@ -44,6 +44,25 @@ LIBRARY_KERNELS = re.compile(
 DEFAULT_TIME_CAP_S = 10.0
 
 
+class Laps:
+    """Seconds per named step, for the verdict's phases: where a judgment's time goes."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        """Add the time since the last lap to `name`."""
+        import torch
+
+        # GPU work is asynchronous: without a sync it would count to the step that waits on it.
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        self.totals[name] = self.totals.get(name, 0.0) + now - self.last
+        self.last = now
+
+
 @dataclass(frozen=True)
 class TimingPlan:
     """How to time one config; sent by the orchestrator."""
@@ -84,7 +103,7 @@ class Measurement:
     spin_us: float = 0.0
     """GPU busy-wait queued before each start event, sized from the host's launch time."""
     compiled_note: str = ""
-    phases: dict[str, float] = field(default_factory=dict)
+    laps: Laps = field(default_factory=Laps)
     """Seconds spent in warm-up, pairs, cross-checks and the compiled reference."""
 
     def summary(self) -> dict[str, Any]:
@@ -107,7 +126,7 @@ class Measurement:
             "compiled": self.compiled_us,
             "spin_us": self.spin_us,
             "compiled_note": self.compiled_note,
-            "phases": self.phases,
+            "phases": self.laps.totals,
         }
 
 
@@ -217,14 +236,6 @@ def measure(
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     sampled = set(plan.sample_positions)
-    lap = time.perf_counter()
-
-    def step(name: str) -> None:
-        nonlocal lap
-        now = time.perf_counter()
-        result.phases[name] = result.phases.get(name, 0.0) + now - lap
-        lap = now
-
     with grad_mode:
         launches: list[float] = []
         for role in ("baseline", "candidate"):
@@ -243,7 +254,7 @@ def measure(
         torch.cuda.synchronize()
         spin = _spin_cycles(2.0 * launch_us + 20.0)
         result.spin_us = 2.0 * launch_us + 20.0
-        step("warmup")
+        result.laps.lap("warmup")
         started = time.perf_counter()
         k = 0
         while k < plan.max_pairs:
@@ -274,9 +285,9 @@ def measure(
                     break
                 if time.perf_counter() - started > plan.time_cap_s:
                     break
-        step("pairs")
+        result.laps.lap("pairs")
         _cross_check(result, fns["candidate"], inputs["candidate"], plan, wrt_idx, flush)
-        step("cross_check")
+        result.laps.lap("cross_check")
         if compiled is not None:
             try:
                 result.compiled_us = _time_alone(
@@ -284,7 +295,7 @@ def measure(
                 )
             except Exception as err:  # noqa: BLE001 - a record-only figure; the verdict stands
                 result.compiled_note = f"torch.compile of the reference failed: {err}"[:500]
-            step("compiled_reference")
+            result.laps.lap("compiled_reference")
     return result
 
 

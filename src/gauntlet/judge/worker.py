@@ -58,24 +58,6 @@ def _send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = 
     write_frame(fd, header, tensors)
 
 
-class _Laps:
-    """Seconds per named step, for the verdict's phases: where a judgment's time goes."""
-
-    def __init__(self) -> None:
-        self.totals: dict[str, float] = {}
-        self.last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        import torch
-
-        # GPU work is asynchronous: without a sync it would count to the step that waits on it.
-        if torch.cuda.is_initialized():
-            torch.cuda.synchronize()
-        now = time.perf_counter()
-        self.totals[name] = self.totals.get(name, 0.0) + now - self.last
-        self.last = now
-
-
 def _load_module(path: Path, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -267,7 +249,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
     """Draw inputs, compute the float64 reference, expected types and the baseline's error."""
     import torch
 
-    laps = _Laps()
+    laps = timing.Laps()
     root = Path(request["task_root"])
     ref = getattr(
         _load_module(root / request["reference"]["file"], "_gauntlet_reference"),
@@ -342,9 +324,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 )
                 base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
                 grad_errs = [_rel_l2(b, e) for b, e in zip(base_grads, grads64, strict=True)]
-                tensors += [
-                    _for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)
-                ]
+                tensors += [_for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)]
                 laps.lap("gradients")
             _send(
                 fd,
