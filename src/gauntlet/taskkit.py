@@ -2,9 +2,14 @@
 
 Tasks draw their inputs through these functions so that every task means the same thing by a
 distribution name (`gauntlet.task.DISTRIBUTIONS`) and every draw is reproducible from the seed.
-Values are drawn on the CPU, in float32 (float64 for a float64 target), with one CPU generator,
-then cast to the target dtype and moved to the device: the same seed gives bit-identical inputs
-on every device, so a verdict on `cpu` and one on `cuda` judge the same numbers.
+Values are drawn in float32 (float64 for a float64 target), then cast to the target dtype, on
+the device they are for: a task's `make_inputs` passes one CPU generator to every draw, and a
+draw for a GPU seeds a generator there from the CPU one's stream. Inputs are therefore
+reproducible from the seed on the CPU (bit-identical on every CPU) and on a GPU of the same
+model with the same PyTorch (Philox draws depend on the launch shape); a CPU and a GPU draw of
+one seed hold different numbers from the same distribution. Drawing GPU-sized inputs on the
+host took most of a judgment: 48 s of 67 s for the reference of `cuda2cuda/matmul` on an H100,
+with the worker's one CPU thread.
 
 A `make_inputs` usually reads::
 
@@ -139,9 +144,10 @@ def draw(
         raise ValueError(f"'nonfinite' applies to 'special' only, not '{distribution}'")
     size = (shape,) if isinstance(shape, int) else tuple(shape)
     work = torch.float64 if target == torch.float64 else torch.float32
-    values = _DRAWERS[distribution](size, work, gen)
+    where = _generator_on(device, gen)
+    values = _DRAWERS[distribution](size, work, where)
     if nonfinite:
-        values = _mix_nonfinite(values, gen)
+        values = _mix_nonfinite(values, where)
     return values.to(target).contiguous().to(device)
 
 
@@ -175,38 +181,56 @@ def draw_int(
     if high <= low:
         raise ValueError(f"empty range [{low}, {high})")
     size = (shape,) if isinstance(shape, int) else tuple(shape)
-    values = torch.randint(low, high, size, generator=gen, dtype=torch.int64)
+    where = _generator_on(device, gen)
+    values = torch.randint(low, high, size, generator=where, dtype=torch.int64, device=where.device)
     return values.to(target).to(device)
 
 
+def _generator_on(device: str | torch.device, gen: torch.Generator) -> torch.Generator:
+    """The generator to draw with for `device`.
+
+    `gen` itself on the CPU; on a GPU, one seeded there from `gen`'s stream, so `gen` advances
+    once per draw whatever the device.
+    """
+    target = torch.device(device)
+    if target.type == "cpu":
+        return gen
+    seed = int(torch.randint(0, 1 << 62, (), generator=gen))
+    return torch.Generator(device=target).manual_seed(seed)
+
+
 def _normal(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(size, generator=gen, dtype=work)
+    return torch.randn(size, generator=gen, dtype=work, device=gen.device)
 
 
 def _uniform(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.rand(size, generator=gen, dtype=work) * 2 - 1
+    return torch.rand(size, generator=gen, dtype=work, device=gen.device) * 2 - 1
 
 
 def _scaled(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randn(size, generator=gen, dtype=work) * SCALE + OFFSET
+    return torch.randn(size, generator=gen, dtype=work, device=gen.device) * SCALE + OFFSET
 
 
 def _heavy_tailed(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
     # Student's t with 2 degrees of freedom: Z / sqrt(V / 2) with V ~ chi2(2) = -2 log U.
     # Its variance is infinite, so a few elements per thousand dwarf the rest.
-    z = torch.randn(size, generator=gen, dtype=work)
-    u = torch.rand(size, generator=gen, dtype=work).clamp_min(torch.finfo(work).tiny)
+    z = torch.randn(size, generator=gen, dtype=work, device=gen.device)
+    u = torch.rand(size, generator=gen, dtype=work, device=gen.device).clamp_min(
+        torch.finfo(work).tiny
+    )
     t = z / torch.sqrt(-torch.log(u))
     return t.clamp(-HEAVY_TAIL_LIMIT, HEAVY_TAIL_LIMIT)
 
 
 def _special(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    values = torch.randn(size, generator=gen, dtype=work)
+    values = torch.randn(size, generator=gen, dtype=work, device=gen.device)
     # One category per element, drawn independently, so every row of a large enough tensor
     # holds each kind and no kind sits at a fixed position a kernel could special-case.
-    pick = torch.rand(size, generator=gen, dtype=work)
-    sign = torch.where(torch.rand(size, generator=gen, dtype=work) < 0.5, -1.0, 1.0).to(work)
-    magnitude = torch.rand(size, generator=gen, dtype=work)
+    pick = torch.rand(size, generator=gen, dtype=work, device=gen.device)
+    sign = torch.where(
+        torch.rand(size, generator=gen, dtype=work, device=gen.device) < 0.5, -1.0, 1.0
+    ).to(work)
+    magnitude = torch.rand(size, generator=gen, dtype=work, device=gen.device)
     edges = list(accumulate(SPECIAL_SHARES.values()))
     zero = pick < edges[0]
     tie = (pick >= edges[0]) & (pick < edges[1])
@@ -214,7 +238,7 @@ def _special(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> 
     tiny = (pick >= edges[2]) & (pick < edges[3])
     # One tie value for the whole tensor, an integer plus a half: exact in every float dtype,
     # so about a tenth of each row holds exactly equal elements (sorting, max and argmax).
-    tie_value = float(torch.randint(-2, 3, (), generator=gen)) + 0.5
+    tie_value = float(torch.randint(-2, 3, (), generator=gen, device=gen.device)) + 0.5
     values = torch.where(zero, sign * 0.0, values)
     values = torch.where(tie, torch.full_like(values, tie_value), values)
     values = torch.where(large, sign * _log_uniform(magnitude, LARGE_EXPONENTS), values)
@@ -227,7 +251,7 @@ def _log_uniform(u: torch.Tensor, exponents: tuple[float, float]) -> torch.Tenso
 
 
 def _mix_nonfinite(values: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    pick = torch.rand(values.shape, generator=gen, dtype=values.dtype)
+    pick = torch.rand(values.shape, generator=gen, dtype=values.dtype, device=gen.device)
     third = NONFINITE_SHARE / 3
     values = torch.where(pick < third, math.nan, values)
     values = torch.where((pick >= third) & (pick < 2 * third), math.inf, values)
@@ -235,11 +259,13 @@ def _mix_nonfinite(values: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 
 def _ones(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.ones(size, dtype=work)
+    return torch.ones(size, dtype=work, device=gen.device)
 
 
 def _integers(size: tuple[int, ...], work: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    return torch.randint(-INTEGER_LIMIT, INTEGER_LIMIT + 1, size, generator=gen).to(work)
+    return torch.randint(
+        -INTEGER_LIMIT, INTEGER_LIMIT + 1, size, generator=gen, device=gen.device
+    ).to(work)
 
 
 _DRAWERS: dict[str, Callable[[tuple[int, ...], torch.dtype, torch.Generator], torch.Tensor]] = {

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import socket
 import time
 
 import pytest
 import torch
 
+from gauntlet.judge import channel
 from gauntlet.judge.channel import (
     ChannelClosed,
     ChannelTimeout,
@@ -50,3 +54,91 @@ def test_lies_about_sizes_are_protocol_errors() -> None:
         FrameReader(read_fd).read(time.monotonic() + 1)
     os.close(read_fd)
     os.close(write_fd)
+
+
+def _socket_pair() -> tuple[int, int]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return ours.detach(), theirs.detach()
+
+
+def test_large_frames_on_a_socket_travel_in_a_sealed_memory_file() -> None:
+    read_fd, write_fd = _socket_pair()
+    big = torch.randn(1 << 19, dtype=torch.float64)  # 4 MiB: over SHARED_MIN_BYTES
+    small = torch.arange(7, dtype=torch.int32)
+    reader = FrameReader(read_fd)
+    write_frame(write_fd, {"event": "big"}, [big, small])
+    write_frame(write_fd, {"event": "small"}, [small])
+    header, tensors = reader.read(time.monotonic() + 5)
+    assert header == {"event": "big"}
+    assert torch.equal(tensors[0], big) and torch.equal(tensors[1], small)
+    tensors[0].zero_()  # a private mapping: the judge may write to what it received
+    header, tensors = reader.read(time.monotonic() + 5)
+    assert header == {"event": "small"} and torch.equal(tensors[0], small)
+    assert reader.passed == []
+    reader.close()
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def _send_shared(write_fd: int, memory: int, nbytes: int) -> None:
+    meta = {"dtype": "uint8", "shape": [nbytes], "nbytes": nbytes}
+    head = json.dumps({"tensors": [meta], "shared": True}).encode()
+    with socket.socket(fileno=os.dup(write_fd)) as sock:
+        socket.send_fds(sock, [len(head).to_bytes(8, "little") + head], [memory])
+
+
+@pytest.mark.parametrize(
+    ("seals", "match"),
+    [
+        (0, "not sealed"),
+        (fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL, "not sealed"),
+        (channel.REQUIRED_SEALS, None),
+    ],
+)
+def test_memory_files_that_could_still_change_are_refused(seals: int, match: str | None) -> None:
+    read_fd, write_fd = _socket_pair()
+    memory = os.memfd_create("frame", os.MFD_ALLOW_SEALING)
+    os.write(memory, b"\1" * 4096)
+    if seals:
+        fcntl.fcntl(memory, fcntl.F_ADD_SEALS, seals)
+    _send_shared(write_fd, memory, 4096)
+    reader = FrameReader(read_fd)
+    if match is None:
+        _, tensors = reader.read(time.monotonic() + 5)
+        assert int(tensors[0].sum()) == 4096
+    else:
+        with pytest.raises(ProtocolError, match=match):
+            reader.read(time.monotonic() + 5)
+    reader.close()
+    for fd in (memory, read_fd, write_fd):
+        os.close(fd)
+
+
+def test_shared_frames_without_a_memory_file_are_refused() -> None:
+    read_fd, write_fd = _socket_pair()
+    pipe_r, pipe_w = os.pipe()
+    _send_shared(write_fd, pipe_r, 16)
+    head = b'{"tensors": [{"dtype": "uint8", "shape": [16], "nbytes": 16}], "shared": true}'
+    os.write(write_fd, len(head).to_bytes(8, "little") + head)
+    reader = FrameReader(read_fd)
+    with pytest.raises(ProtocolError, match="not a memory file"):
+        reader.read(time.monotonic() + 5)
+    with pytest.raises(ProtocolError, match="without its memory file"):
+        reader.read(time.monotonic() + 5)
+    reader.close()
+    for fd in (pipe_r, pipe_w, read_fd, write_fd):
+        os.close(fd)
+
+
+def test_a_memory_file_of_another_size_is_refused() -> None:
+    read_fd, write_fd = _socket_pair()
+    memory = os.memfd_create("frame", os.MFD_ALLOW_SEALING)
+    os.write(memory, b"\0" * 100)
+    fcntl.fcntl(memory, fcntl.F_ADD_SEALS, channel.REQUIRED_SEALS)
+    _send_shared(write_fd, memory, 4096)
+    reader = FrameReader(read_fd)
+    with pytest.raises(ProtocolError, match="holds 100 B, not 4096"):
+        reader.read(time.monotonic() + 5)
+    reader.close()
+    for fd in (memory, read_fd, write_fd):
+        os.close(fd)

@@ -3,17 +3,28 @@
 A frame is a JSON header plus raw tensor bytes. Nothing on this channel is ever unpickled: the
 judge reads data from a process that ran untrusted code, so the format admits JSON values and
 flat arrays of a known dtype, and a frame is refused past a size limit.
+
+On a Unix socket (the workers' result channel), the tensor bytes of a large frame do not go
+through the socket: the writer puts them in a memory file (`memfd`), seals it against any
+further change and passes its descriptor along with the header; the reader maps it and the
+tensors are views of that mapping. GPU tensors are copied to the host through pinned memory.
+Measured on an H100 host: a pipe moved 0.75 GB/s and a pageable device-to-host copy 1.4 GB/s,
+so GPU-sized judgments spent most of their time moving outputs and references. On a pipe, or
+for small frames, the bytes follow the header inline.
 """
 
 from __future__ import annotations
 
+import array
 import fcntl
 import json
+import mmap
 import os
 import select
+import socket
+import stat
 import struct
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,6 +33,11 @@ if TYPE_CHECKING:
 _LENGTH = struct.Struct("<Q")
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 MAX_FRAME_BYTES = 8 * 1024 * 1024 * 1024
+#: Frames whose tensors hold at least this many bytes travel in a sealed memory file.
+SHARED_MIN_BYTES = 1 << 20
+#: Seals a shared frame must carry: no writes, no shrinking (a mapping of a file that shrinks
+#: faults when read), no growing, and no removing the seals.
+REQUIRED_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 #: dtype names a tensor on the channel may have.
 DTYPES = (
@@ -54,7 +70,7 @@ def encode_tensor(tensor: torch.Tensor) -> tuple[dict[str, Any], memoryview]:
     """Describe a tensor and return a view of its raw bytes (copied to the CPU, contiguous)."""
     import torch
 
-    flat = tensor.detach().to("cpu").contiguous()
+    flat = _to_host(tensor.detach()).contiguous()
     dtype = str(flat.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise ProtocolError(f"dtype {dtype} cannot be sent")
@@ -64,7 +80,18 @@ def encode_tensor(tensor: torch.Tensor) -> tuple[dict[str, Any], memoryview]:
     return {"dtype": dtype, "shape": list(flat.shape), "nbytes": len(data)}, data
 
 
-def decode_tensor(meta: dict[str, Any], data: bytearray) -> torch.Tensor:
+def _to_host(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor on the host; from a GPU through pinned memory (30x a pageable copy)."""
+    import torch
+
+    if tensor.device.type == "cpu":
+        return tensor
+    staged = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    staged.copy_(tensor)
+    return staged
+
+
+def decode_tensor(meta: dict[str, Any], data: bytearray | memoryview) -> torch.Tensor:
     """Rebuild a tensor from its description and bytes."""
     import torch
 
@@ -94,10 +121,44 @@ def write_frame(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | N
         meta, data = encode_tensor(tensor)
         metas.append(meta)
         blobs.append(data)
-    head = json.dumps({**header, "tensors": metas}, allow_nan=True).encode()
-    _write_all(fd, _LENGTH.pack(len(head)) + head)
-    for blob in blobs:
-        _write_all(fd, blob)
+    total = sum(len(b) for b in blobs)
+    shared = total >= SHARED_MIN_BYTES and _is_socket(fd)
+    head = json.dumps({**header, "tensors": metas, "shared": shared}, allow_nan=True).encode()
+    message = _LENGTH.pack(len(head)) + head
+    if not shared:
+        _write_all(fd, message)
+        for blob in blobs:
+            _write_all(fd, blob)
+        return
+    memory = _sealed_file(blobs, total)
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sent = socket.send_fds(sock, [message], [memory])
+        _write_all(fd, memoryview(message)[sent:])
+    finally:
+        os.close(memory)
+
+
+def _sealed_file(blobs: list[memoryview], total: int) -> int:
+    """A memory file holding the blobs back to back, sealed against any change."""
+    memory = os.memfd_create("gauntlet-frame", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(memory, total)
+        # Populated at once: faulting a fresh page at a time was the slowest step of a frame.
+        with mmap.mmap(memory, total, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE) as mapping:
+            offset = 0
+            for blob in blobs:
+                mapping[offset : offset + len(blob)] = blob
+                offset += len(blob)
+        fcntl.fcntl(memory, fcntl.F_ADD_SEALS, REQUIRED_SEALS)
+    except BaseException:
+        os.close(memory)
+        raise
+    return memory
+
+
+def _is_socket(fd: int) -> bool:
+    return stat.S_ISSOCK(os.fstat(fd).st_mode)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
@@ -108,10 +169,21 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 
 
 class FrameReader:
-    """Reads frames from a file descriptor with deadlines."""
+    """Reads frames from a file descriptor (a pipe, or a socket that may pass memory files)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self.sock = socket.socket(fileno=os.dup(fd)) if _is_socket(fd) else None
+        self.passed: list[int] = []
+        """Descriptors received with the bytes read so far, oldest first."""
+
+    def close(self) -> None:
+        """Close the descriptors received and not used, and the reader's socket."""
+        for fd in self.passed:
+            os.close(fd)
+        self.passed.clear()
+        if self.sock is not None:
+            self.sock.close()
 
     def read(self, deadline: float | None) -> tuple[dict[str, Any], list[torch.Tensor]]:
         """The next frame; raises ChannelTimeout past `deadline` (a time.monotonic value)."""
@@ -125,15 +197,54 @@ class FrameReader:
         if not isinstance(header, dict) or not isinstance(header.get("tensors"), list):
             raise ProtocolError("frame header is not an object with 'tensors'")
         metas = header.pop("tensors")
-        total = sum(int(m.get("nbytes", 0)) for m in metas if isinstance(m, dict))
-        if total > MAX_FRAME_BYTES:
-            raise ProtocolError(f"frame of {total} bytes is over the limit")
-        tensors = []
+        shared = header.pop("shared", False) is True
+        sizes = []
         for meta in metas:
             if not isinstance(meta, dict) or not isinstance(meta.get("nbytes"), int):
                 raise ProtocolError(f"bad tensor description {meta!r}")
-            tensors.append(decode_tensor(meta, self._read_exact(meta["nbytes"], deadline)))
-        return header, tensors
+            if meta["nbytes"] < 0:
+                raise ProtocolError(f"bad tensor size {meta['nbytes']!r}")
+            sizes.append(meta["nbytes"])
+        total = sum(sizes)
+        if total > MAX_FRAME_BYTES:
+            raise ProtocolError(f"frame of {total} bytes is over the limit")
+        buffers: list[bytearray | memoryview]
+        if shared:
+            buffers = list(self._shared_buffers(sizes, total))
+        else:
+            buffers = [self._read_exact(size, deadline) for size in sizes]
+        return header, [decode_tensor(m, b) for m, b in zip(metas, buffers, strict=True)]
+
+    def _shared_buffers(self, sizes: list[int], total: int) -> list[memoryview]:
+        """Views of the frame's memory file, after checking that it can no longer change."""
+        if not self.passed:
+            raise ProtocolError("a shared frame came without its memory file")
+        memory = self.passed.pop(0)
+        try:
+            try:
+                seals = fcntl.fcntl(memory, fcntl.F_GET_SEALS)
+            except OSError as err:
+                raise ProtocolError(
+                    f"a shared frame's descriptor is not a memory file: {err}"
+                ) from err
+            if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+                raise ProtocolError("a shared frame's memory file is not sealed against changes")
+            if os.fstat(memory).st_size != total:
+                raise ProtocolError(
+                    f"a shared frame's memory file holds {os.fstat(memory).st_size} B, not {total}"
+                )
+            if total == 0:
+                return [memoryview(bytearray(0)) for _ in sizes]
+            # A private (copy-on-write) mapping: the tensors over it may be written like any
+            # other, and nothing can change the file under them (sealed).
+            mapping = mmap.mmap(memory, total, access=mmap.ACCESS_COPY)
+        finally:
+            os.close(memory)
+        view = memoryview(mapping)
+        offsets = [0]
+        for size in sizes:
+            offsets.append(offsets[-1] + size)
+        return [view[offsets[i] : offsets[i + 1]] for i in range(len(sizes))]
 
     def _read_exact(self, size: int, deadline: float | None) -> bytearray:
         # Read straight into one buffer that the tensor then wraps: no joins, no extra copies.
@@ -145,17 +256,26 @@ class FrameReader:
             ready, _, _ = select.select([self.fd], [], [], timeout)
             if not ready:
                 raise ChannelTimeout()
-            count = os.readv(self.fd, [view[filled:]])
+            count = self._receive(view[filled:])
             if not count:
                 raise ChannelClosed()
             filled += count
         return buffer
 
+    def _receive(self, into: memoryview) -> int:
+        """Read what is there into `into`; keep the descriptors that came with it."""
+        if self.sock is None:
+            return os.readv(self.fd, [into])
+        count, ancillary, _, _ = self.sock.recvmsg_into([into], socket.CMSG_SPACE(_MAX_FDS * 4))
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+                self.passed.extend(fds)
+        if len(self.passed) > _MAX_FDS:
+            raise ProtocolError("too many descriptors passed on the channel")
+        return count
 
-def widen_pipe(fd: int) -> None:
-    """Make a pipe's buffer as large as the system allows, so big frames move in few calls."""
-    try:
-        limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(limit, 16 << 20))
-    except (OSError, ValueError):
-        pass  # not Linux, or the limit is lower for this user: the default size still works
+
+#: Memory files a reader holds at most before their frames are read (one per frame).
+_MAX_FDS = 16

@@ -17,6 +17,7 @@ import os
 import random
 import resource
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -37,7 +38,6 @@ from gauntlet.judge.channel import (
     ChannelTimeout,
     FrameReader,
     ProtocolError,
-    widen_pipe,
     write_frame,
 )
 from gauntlet.judge.seeds import derive_seed
@@ -728,13 +728,14 @@ def worker_env(tmp: Path, device: str = "cpu") -> dict[str, str]:
 
 
 class _Worker:
-    """A worker process with its request sent and its result pipe open."""
+    """A worker process with its request sent and its result channel open."""
 
     def __init__(self, request: dict[str, Any], tmp: Path, device: str) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         request_r, request_w = os.pipe()
-        result_r, result_w = os.pipe()
-        widen_pipe(result_r)
+        # A socket, so that large frames can pass sealed memory files (channel.py).
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        result_r, result_w = ours.detach(), theirs.detach()
         limit = int(request.get("memory_limit_bytes") or 0)
         preexec: Callable[[], None] | None = None
         if limit:
@@ -774,6 +775,7 @@ class _Worker:
 
     def close(self) -> None:
         self.finish()
+        self.reader.close()
         for fd in (self.result_fd, self.command_fd):
             try:
                 os.close(fd)
