@@ -18,6 +18,8 @@
 #   RUN_DIR=runs/gpu     the run directory: resumed when it already holds a run, so a suite
 #                        too long for one call continues in the next (carry the folder along)
 #   TIME_CAP=10          seconds of timing per config at most (`gauntlet run --time-cap`)
+#   PARALLEL=4           attempts at a time (`--parallel`): CUDA builds and workers' imports
+#                        overlap the GPU work of another attempt, which holds the GPU's lock
 #   RUN_FLAGS=           more `gauntlet run` flags (e.g. --no-compile-reference --parallel 4)
 #   SUITE_TIMEOUT=0      stop the suite step after this many seconds (0: never); what finished
 #                        is kept and resumable
@@ -63,10 +65,10 @@ for step in "${steps[@]}"; do
         suite)
             run_dir="${RUN_DIR:-runs/gpu}"
             if [ -f "$run_dir/run.json" ]; then
-                how=(--resume "$run_dir")
+                how=(--resume "$run_dir" --parallel "${PARALLEL:-4}")
             else
                 how=(--suite "${SUITE:-gpu-quick}" --agent baseline --agent expert --seed 1
-                     --time-cap "${TIME_CAP:-10}" --out "$run_dir")
+                     --time-cap "${TIME_CAP:-10}" --parallel "${PARALLEL:-4}" --out "$run_dir")
                 [ -n "${TASKS:-}" ] && how+=(--tasks "$TASKS")
                 # shellcheck disable=SC2206
                 how+=(${RUN_FLAGS:-})

@@ -141,3 +141,27 @@ def test_bad_names_are_reported_with_the_choices() -> None:
 def test_huge_seeds_and_int_shapes() -> None:
     x = taskkit.draw(5, torch.float16, "normal", taskkit.generator(2**70 + 3))
     assert x.shape == (5,) and x.dtype == torch.float16
+
+
+def test_a_cpu_draw_uses_the_tasks_generator_itself() -> None:
+    gen = taskkit.generator(5)
+    assert taskkit._generator_on("cpu", gen) is gen
+    state = gen.get_state()
+    x = taskkit.draw(SHAPE, "float32", "normal", gen)
+    assert torch.equal(x, torch.randn(SHAPE, generator=torch.Generator().set_state(state)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_gpu_draws_happen_on_the_gpu_reproducibly(distribution: str) -> None:
+    def draw(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = taskkit.generator(seed)
+        first = taskkit.draw(SHAPE, "bfloat16", distribution, gen, "cuda", nonfinite=False)
+        return first, taskkit.draw(SHAPE, "float32", distribution, gen, "cuda")
+
+    a, b = draw(11)
+    assert a.device.type == "cuda" and a.dtype == torch.bfloat16 and torch.isfinite(a).all()
+    again = draw(11)
+    assert torch.equal(a, again[0]) and torch.equal(b, again[1])
+    if distribution != "ones":
+        assert not torch.equal(b, draw(12)[1])

@@ -64,7 +64,8 @@ def test_verdict_records_where_its_time_went(tmp_path: Path) -> None:
     verdict = judge(SCALE_ADD(), tmp_path, device="cpu", seed=424242)
     assert verdict.status == "pass", verdict.reason
     phases = verdict.phases_s
-    for name in ("build", "reference", "correctness", "reference.reference", "reference.send"):
+    expected = ("build", "imports", "reference", "correctness", "compare", "reference.reference")
+    for name in (*expected, "reference.send"):
         assert name in phases and phases[name] >= 0.0, phases
     steps = sum(v for k, v in phases.items() if k.startswith("reference."))
     assert steps <= phases["reference"] + 0.05

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from gauntlet.judge import devicelock
 from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.judge.verdict import (
@@ -270,11 +269,8 @@ def _check(
     common: dict[str, Any],
 ) -> Verdict:
     device, timed = request.device, request.timed
-    if device.startswith(("cuda", "rocm")):
-        with devicelock.exclusive(device):
-            evaluation = backend.evaluate(request)
-    else:
-        evaluation = backend.evaluate(request)
+    # A backend that runs on a GPU holds its lock (`devicelock`) while it uses the device.
+    evaluation = backend.evaluate(request)
     results = evaluation.results
     fields: dict[str, Any] = {
         **common,

@@ -8,6 +8,7 @@ over non-inherited pipes, and the comparison happens here, in the trusted orches
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -23,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +33,7 @@ import psutil
 
 from gauntlet import process, settings
 from gauntlet.errors import JudgeError
-from gauntlet.judge import correctness, guards
+from gauntlet.judge import correctness, devicelock, guards
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
 from gauntlet.judge.channel import (
     ChannelClosed,
@@ -288,13 +290,7 @@ class _Evaluation:
         keys = {
             s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
         }
-        missing = []
-        for state in self.states:
-            cached = _REFERENCES.get(keys[state.config.name])
-            if cached is None:
-                missing.append(state)
-            else:
-                state.reference, state.samples = list(cached[0]), dict(cached[1])
+        missing = [s for s in self.states if not self._cached(s, keys)]
         reference = None
         try:
             if missing:
@@ -309,15 +305,29 @@ class _Evaluation:
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
             ) from err
         try:
-            phases: dict[str, float] = {}
-            if reference is not None:
-                started = time.monotonic()
-                steps = self._collect_reference(reference)
-                phases["reference"] = time.monotonic() - started
-                phases.update({f"reference.{step}": s for step, s in steps.items()})
-                for state in missing:
-                    _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
-            evaluation = self._collect_candidate(candidate)
+            # The workers import PyTorch (seconds) while another judgment may hold the GPU; they
+            # touch it only once told to start, with the device held.
+            started = time.monotonic()
+            for worker in (reference, candidate):
+                if worker is not None:
+                    worker.await_ready(started + STARTUP_S)
+            phases: dict[str, float] = {"imports": time.monotonic() - started}
+            with _device_held(self.request.device):
+                # Another judgment of this task may have computed the references meanwhile.
+                if reference is not None and all(self._cached(s, keys) for s in missing):
+                    reference.close()
+                    reference = None
+                for worker in (reference, candidate):
+                    if worker is not None:
+                        worker.send({"command": "start"})
+                if reference is not None:
+                    started = time.monotonic()
+                    steps = self._collect_reference(reference)
+                    phases["reference"] = time.monotonic() - started
+                    phases.update({f"reference.{step}": s for step, s in steps.items()})
+                    for state in missing:
+                        _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
+                evaluation = self._collect_candidate(candidate)
             evaluation.phases_s = {**phases, **evaluation.phases_s}
             return evaluation
         finally:
@@ -326,6 +336,14 @@ class _Evaluation:
             candidate.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
 
+    @staticmethod
+    def _cached(state: _ConfigState, keys: dict[str, str]) -> bool:
+        """Whether the config's references are cached; if so, they are put in its state."""
+        cached = _REFERENCES.get(keys[state.config.name])
+        if cached is not None:
+            state.reference, state.samples = list(cached[0]), dict(cached[1])
+        return cached is not None
+
     def _collect_reference(self, worker: _Worker) -> dict[str, float]:
         """Store the reference worker's results; return its own split of its time."""
         by_name = {s.config.name: s for s in self.states}
@@ -333,7 +351,7 @@ class _Evaluation:
         deadline = time.monotonic() + budget
         while True:
             try:
-                header, tensors = worker.reader.read(deadline)
+                header, tensors = worker.read(deadline)
             except (ChannelClosed, ChannelTimeout, ProtocolError) as err:
                 finished = worker.finish()
                 raise JudgeError(
@@ -383,7 +401,7 @@ class _Evaluation:
 
         while failure is None:
             try:
-                header, tensors = worker.reader.read(deadline)
+                header, tensors = worker.read(deadline)
             except ChannelTimeout:
                 where = f"config {current.config.label()}" if current else "start-up (import)"
                 limit = self.task.spec.timeout_s if current else STARTUP_S
@@ -411,7 +429,11 @@ class _Evaluation:
                 current = _ConfigCheck(self.task, by_name[header["config"]], self.request.device)
                 deadline = time.monotonic() + self.task.spec.timeout_s
             elif event == "trial" and current is not None:
+                checking = time.monotonic()
                 current.check_trial(header, tensors)
+                # The judge's own share of `correctness` (the rest is the candidate's worker).
+                spent = time.monotonic() - checking
+                evaluation.phases_s["compare"] = evaluation.phases_s.get("compare", 0.0) + spent
             elif event == "config_done" and current is not None:
                 results[current.config.name] = current.result()
                 current = None
@@ -551,6 +573,13 @@ class _Evaluation:
             spin_us=summary.get("spin_us"),
         )
         return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
+
+
+def _device_held(device: str) -> AbstractContextManager[object]:
+    """The GPU's lock (one judgment at a time per GPU); nothing to hold on other devices."""
+    if device.startswith(("cuda", "rocm")):
+        return devicelock.exclusive(device)
+    return contextlib.nullcontext()
 
 
 def _trace(task: Task, role: str, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
@@ -759,6 +788,29 @@ class _Worker:
         self.result_fd = result_r
         self.reader = FrameReader(result_r)
         self._finished: process.Finished | None = None
+        self._early: tuple[dict[str, Any], list[torch.Tensor]] | Exception | None = None
+        """What came instead of 'ready' (a frame or the channel's error), for the next read."""
+
+    def await_ready(self, deadline: float) -> None:
+        """Wait until the worker has imported its trusted code and waits to be started.
+
+        Anything else that comes (an error report, a closed channel, a timeout) is kept for the
+        next `read`, where the collectors turn it into a verdict or a judge error.
+        """
+        try:
+            frame = self.reader.read(deadline)
+        except (ChannelClosed, ChannelTimeout, ProtocolError) as err:
+            self._early = err
+            return
+        if frame[0].get("event") != "ready":
+            self._early = frame
+
+    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """The next frame from the worker."""
+        early, self._early = self._early, None
+        if isinstance(early, Exception):
+            raise early
+        return early if early is not None else self.reader.read(deadline)
 
     def send(self, header: dict[str, Any]) -> None:
         """A frame on the command pipe (the request, then commands such as 'time')."""

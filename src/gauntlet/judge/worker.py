@@ -181,7 +181,15 @@ class _Trusted:
                 sys.modules["gauntlet.judge.channel"].write_frame
             ),
         }
-        for name in ("measure", "_call", "_cross_check", "_profile", "scaled_inputs", "median_ci"):
+        for name in (
+            "measure",
+            "_call",
+            "_cross_check",
+            "escaped_work",
+            "_profile",
+            "scaled_inputs",
+            "median_ci",
+        ):
             self.watched[f"timing.{name}"] = functools.partial(getattr, timing, name)
         self.watched["torch.cuda.Event.elapsed_time"] = lambda: torch.cuda.Event.elapsed_time
         own = globals()
@@ -326,13 +334,16 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             grad_errs: list[float] = []
             if wrt:
                 upstream = _upstream(base_out, int(trial["seed"]))
+                laps.lap("gradients.upstream")
                 grads64 = torch.autograd.grad(
                     expected64, [wide[n] for n in wrt], [g.to(torch.float64) for g in upstream]
                 )
+                laps.lap("gradients.reference")
                 base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
+                laps.lap("gradients.baseline")
                 grad_errs = [_rel_l2(b, e) for b, e in zip(base_grads, grads64, strict=True)]
                 tensors += [_for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)]
-                laps.lap("gradients")
+                laps.lap("gradients.errors")
             _send(
                 fd,
                 {
@@ -610,6 +621,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cuda_build.prepare_run(Path(request["submission"]["dir"]))
     trusted = _Trusted()
     try:
+        # Imports done and the GPU untouched: the judge starts the role once it holds the GPU.
+        _send(result_fd, {"event": "ready"})
+        command, _ = commands.read(None)
+        if command.get("command") != "start":
+            return 0
         if request["role"] == "reference":
             run_reference(request, result_fd)
         else:
