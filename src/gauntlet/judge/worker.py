@@ -168,6 +168,7 @@ class _Trusted:
             "time.perf_counter": lambda: time.perf_counter,
             "time.monotonic": lambda: time.monotonic,
             "torch.cuda.synchronize": lambda: torch.cuda.synchronize,
+            "torch.cuda.memory_snapshot": lambda: torch.cuda.memory_snapshot,
             "torch.cuda.Event.elapsed_time": lambda: torch.cuda.Event.elapsed_time,
             "torch.cuda.Event.record": lambda: torch.cuda.Event.record,
             "torch.Tensor.clone": lambda: torch.Tensor.clone,
@@ -235,13 +236,25 @@ def _poison_free_memory(device: str) -> None:
     import torch
 
     if device == "cuda":
-        free, _ = torch.cuda.mem_get_info()
-        cached = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-        chunk = max(0, min(cached + (256 << 20), free // 2))
-        if chunk:
-            block = torch.empty(chunk // 4, dtype=torch.float32, device="cuda")
-            block.fill_(math.nan)
-            del block
+        # Every free block of this process's cache, each taken at its own size (best fit), so
+        # the cache does not grow. Asking for one block larger than the cache every trial, as
+        # before, added a segment a trial up to half the GPU and starved the reference worker
+        # beside it (suspected cause of seconds per trial on an H100; unconfirmed).
+        sizes = sorted(
+            (
+                block["size"]
+                for segment in torch.cuda.memory_snapshot()
+                for block in segment["blocks"]
+                if block["state"] == "inactive"
+            ),
+            reverse=True,
+        )
+        held = []
+        for size in sizes:
+            poison = torch.empty(size // 4, dtype=torch.float32, device="cuda")
+            poison.fill_(math.nan)
+            held.append(poison)
+        del held
     else:
         block = torch.empty(1 << 22, dtype=torch.float32)
         block.fill_(math.nan)
@@ -555,22 +568,38 @@ def _compiled_reference(request: dict[str, Any]) -> Callable[..., Any] | None:
 
 
 def _clocks() -> dict[str, float]:
-    """SM and memory clocks, temperature and power of GPU 0, where NVML can be read."""
+    """SM and memory clocks, temperature and power of the judged GPU, where NVML can be read."""
     try:
         import pynvml
     except ImportError:
         return {}
     try:
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        handle = _nvml_handle()
         return {
             "sm_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
             "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
             "temp_c": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
             "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
         }
-    except pynvml.NVMLError:
+    except (pynvml.NVMLError, AttributeError, RuntimeError):
+        # No NVML for this GPU (ROCm, a driver without it) or no UUID to find it by: the
+        # verdict then records no clocks.
         return {}
+
+
+@functools.cache
+def _nvml_handle() -> Any:
+    """NVML's handle of this worker's GPU, found by its UUID.
+
+    NVML numbers every GPU of the host and ignores CUDA_VISIBLE_DEVICES, so its index 0 is not
+    the GPU of a worker for `cuda:3`.
+    """
+    import pynvml
+    import torch
+
+    pynvml.nvmlInit()
+    uuid = str(torch.cuda.get_device_properties(0).uuid)
+    return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
 
 
 def _max_diff(first: Sequence[torch.Tensor], second: Sequence[Any]) -> float | None:
