@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,24 +89,31 @@ def repeatability(
 
 
 def exploit_table(env: dict[str, str]) -> list[dict]:
-    rows = []
+    """Every CPU and GPU exploit case judged on the GPU, four processes at a time.
+
+    The judgments still hold the GPU one at a time (its lock); the processes' imports overlap.
+    """
     fixture = FIXTURES / "triton2triton" / "scale_add"
-    for folder in ("corpus", "corpus_gpu"):
-        for case in sorted((EXPLOITS / folder).glob("*.py")):
-            text = case.read_text()
-            what = re.search(r"^# exploit: (.+)$", text, re.M)
-            expect = re.search(r"^# expect: (.+)$", text, re.M)
-            with tempfile.TemporaryDirectory() as tmp:
-                (Path(tmp) / "kernel.py").write_text(text)
-                verdict = eval_json(str(fixture), Path(tmp), seed=11, configs="all", env=env)
-            rows.append({
-                "case": f"{folder}/{case.stem}",
-                "exploit": what.group(1) if what else "",
-                "expected": expect.group(1) if expect else "",
-                "verdict": verdict["status"],
-                "reason": verdict["reason"].splitlines()[0][:160] if verdict["reason"] else "",
-            })
-    return rows
+    cases = [(folder, case) for folder in ("corpus", "corpus_gpu")
+             for case in sorted((EXPLOITS / folder).glob("*.py"))]
+
+    def judged(folder: str, case: Path) -> dict:
+        text = case.read_text()
+        what = re.search(r"^# exploit: (.+)$", text, re.M)
+        expect = re.search(r"^# expect: (.+)$", text, re.M)
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "kernel.py").write_text(text)
+            verdict = eval_json(str(fixture), Path(tmp), seed=11, configs="all", env=env)
+        return {
+            "case": f"{folder}/{case.stem}",
+            "exploit": what.group(1) if what else "",
+            "expected": expect.group(1) if expect else "",
+            "verdict": verdict["status"],
+            "reason": verdict["reason"].splitlines()[0][:160] if verdict["reason"] else "",
+        }
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda item: judged(*item), cases))
 
 
 def judge_cost(tasks: list[str], env: dict[str, str], time_cap: float) -> list[dict]:
