@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gauntlet.judge.backend import BuildResult, EvalRequest
 from gauntlet.task import Task, load_task
 
 TASKS = Path(__file__).parent / "tasks"
@@ -18,3 +19,17 @@ def SCALE_ADD() -> Task:  # noqa: N802 - reads as the constant it stands for
 def with_spec(task: Task, **changes: Any) -> Task:
     """The task with some spec fields changed (e.g. a short timeout for a hang test)."""
     return task.model_copy(update={"spec": task.spec.model_copy(update=changes)})
+
+
+def cpu_request(task: Task, submission_dir: Path, workdir: Path) -> EvalRequest:
+    """An untimed evaluation of the task's visible configs on the CPU, built files as they are."""
+    return EvalRequest(
+        task=task,
+        build=BuildResult(True, artifact=submission_dir),
+        configs=task.visible_configs,
+        device="cpu",
+        seed=1,
+        mode="final",
+        timed=False,
+        workdir=workdir,
+    )

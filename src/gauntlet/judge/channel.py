@@ -229,10 +229,9 @@ class FrameReader:
                 ) from err
             if seals & REQUIRED_SEALS != REQUIRED_SEALS:
                 raise ProtocolError("a shared frame's memory file is not sealed against changes")
-            if os.fstat(memory).st_size != total:
-                raise ProtocolError(
-                    f"a shared frame's memory file holds {os.fstat(memory).st_size} B, not {total}"
-                )
+            held = os.fstat(memory).st_size
+            if held != total:
+                raise ProtocolError(f"a shared frame's memory file holds {held} B, not {total}")
             if total == 0:
                 return [memoryview(bytearray(0)) for _ in sizes]
             # A private (copy-on-write) mapping: the tensors over it may be written like any

@@ -290,7 +290,7 @@ class _Evaluation:
         keys = {
             s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
         }
-        missing = [s for s in self.states if not self._cached(s, keys)]
+        missing = [s for s in self.states if not self._load_cached([s], keys)]
         reference = None
         try:
             if missing:
@@ -314,7 +314,7 @@ class _Evaluation:
             phases: dict[str, float] = {"imports": time.monotonic() - started}
             with _device_held(self.request.device):
                 # Another judgment of this task may have computed the references meanwhile.
-                if reference is not None and all(self._cached(s, keys) for s in missing):
+                if reference is not None and self._load_cached(missing, keys):
                     reference.close()
                     reference = None
                 for worker in (reference, candidate):
@@ -337,12 +337,15 @@ class _Evaluation:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     @staticmethod
-    def _cached(state: _ConfigState, keys: dict[str, str]) -> bool:
-        """Whether the config's references are cached; if so, they are put in its state."""
-        cached = _REFERENCES.get(keys[state.config.name])
-        if cached is not None:
-            state.reference, state.samples = list(cached[0]), dict(cached[1])
-        return cached is not None
+    def _load_cached(states: list[_ConfigState], keys: dict[str, str]) -> bool:
+        """Put the cached references in the states, if every one of them is cached."""
+        found = [_REFERENCES.get(keys[s.config.name]) for s in states]
+        cached = [entry for entry in found if entry is not None]
+        if len(cached) != len(states):
+            return False
+        for state, (trials, samples) in zip(states, cached, strict=True):
+            state.reference, state.samples = list(trials), dict(samples)
+        return True
 
     def _collect_reference(self, worker: _Worker) -> dict[str, float]:
         """Store the reference worker's results; return its own split of its time."""

@@ -187,6 +187,7 @@ class _Trusted:
             "_call",
             "_cross_check",
             "escaped_work",
+            "_host_clock_pass",
             "_profile",
             "scaled_inputs",
             "median_ci",
