@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,10 +88,11 @@ def repeatability(
     return entry
 
 
-def exploit_table(env: dict[str, str]) -> list[dict]:
+def exploit_table(env: dict[str, str], save: Callable[[list[dict]], None]) -> list[dict]:
     """Every CPU and GPU exploit case judged on the GPU, four processes at a time.
 
     The judgments still hold the GPU one at a time (its lock); the processes' imports overlap.
+    Saved after every case, so a call cut short keeps the rows it judged.
     """
     fixture = FIXTURES / "triton2triton" / "scale_add"
     cases = [(folder, case) for folder in ("corpus", "corpus_gpu")
@@ -112,8 +113,12 @@ def exploit_table(env: dict[str, str]) -> list[dict]:
             "reason": verdict["reason"].splitlines()[0][:160] if verdict["reason"] else "",
         }
 
+    rows: list[dict] = []
     with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(lambda item: judged(*item), cases))
+        for row in as_completed(pool.submit(judged, *item) for item in cases):
+            rows.append(row.result())
+            save(sorted(rows, key=lambda r: r["case"]))
+    return sorted(rows, key=lambda r: r["case"])
 
 
 def judge_cost(tasks: list[str], env: dict[str, str], time_cap: float) -> list[dict]:
@@ -133,6 +138,7 @@ def judge_cost(tasks: list[str], env: dict[str, str], time_cap: float) -> list[d
             "task": task,
             "time_cap_s": time_cap,
             "status": [cold["status"], warm["status"]],
+            "reasons": [(v.get("reason") or "")[:500] for v in (cold, warm)],
             "configs": len(warm["configs"]),
             "cold_total_s": cold["_wall_s"],
             "warm_total_s": warm["_wall_s"],
@@ -205,8 +211,12 @@ def main() -> int:
 
             partial(repeatability(task, args.repeats, env, partial))
     if "exploits" in parts:
-        evidence["exploits"] = exploit_table(env)
-        save()
+
+        def judged_so_far(rows: list[dict]) -> None:
+            evidence["exploits"] = rows
+            save()
+
+        judged_so_far(exploit_table(env, judged_so_far))
     if "cost" in parts:
         for task in tasks:
             evidence["cost"] += judge_cost([task], env, args.time_cap)
