@@ -53,6 +53,13 @@ def test_low_precision_is_the_float32_draw_cast(dtype: str) -> None:
     assert torch.equal(narrow, wide.to(narrow.dtype))
 
 
+def test_scale_applies_in_float32_before_the_cast() -> None:
+    plain = taskkit.draw((64, 64), "float32", "normal", taskkit.generator(5))
+    scaled = taskkit.draw((64, 64), "bfloat16", "normal", taskkit.generator(5), scale=64**-0.5)
+    assert scaled.dtype == torch.bfloat16
+    assert torch.equal(scaled, (plain * 64**-0.5).to(torch.bfloat16))
+
+
 def test_normal_and_uniform_moments() -> None:
     normal = _draw("normal", "float64")
     assert abs(normal.mean().item()) < 0.05 and abs(normal.std().item() - 1) < 0.05

@@ -114,7 +114,43 @@ def _reference_checks(task: Task) -> list[CheckResult]:
     for key, label in labels.items():
         found = problems[key]
         results.append(CheckResult(label, not found, "; ".join(found[:6])))
+    overflow = _overflowing_outputs(task, draw, reference)
+    results.append(CheckResult("output fits its dtype", not overflow, "; ".join(overflow[:6])))
     return results
+
+
+#: The largest finite value of each float dtype a config may name.
+_FLOAT_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+}
+
+
+def _overflowing_outputs(task: Task, draw: Draw, reference: Reference) -> list[str]:
+    """Fixed hidden configs and distributions whose exact output leaves its dtype's range.
+
+    Every distribution but `special` (which mixes in extremes on purpose) must give finite
+    inputs an output the dtype can hold, else no kernel can pass it (a `scaled` matrix product
+    in float16 did). The fixed hidden configs are small, so every distribution is cheap.
+    """
+    found = []
+    for config in task.spec.configs.hidden.fixed:
+        limit = _FLOAT_MAX.get(config.dtype)
+        if limit is None:
+            continue
+        for dist in task.spec.inputs.distributions:
+            if dist == "special":
+                continue
+            seed = derive_seed(CHECK_SEED, task.task_id, config.name)
+            for i, out in enumerate(reference(draw(config, seed, dist))):
+                if out.dtype.kind == "f" and out.size and not (np.abs(out) <= limit).all():
+                    worst = float(np.nanmax(np.abs(out)))
+                    found.append(
+                        f"{config.name} ({config.dtype}) {dist} inputs: output {i} reaches "
+                        f"{worst:.4g}, beyond {config.dtype}'s {limit:.4g}"
+                    )
+    return found
 
 
 def _trivial_outputs_pass(

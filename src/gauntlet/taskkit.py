@@ -110,6 +110,7 @@ def draw(
     device: str | torch.device = "cpu",
     *,
     nonfinite: bool = False,
+    scale: float = 1.0,
 ) -> torch.Tensor:
     """Draw a contiguous tensor from one of the named distributions.
 
@@ -126,6 +127,8 @@ def draw(
         device: Where the tensor goes once drawn.
         nonfinite: For `special` only: also mix in NaN, +Inf and -Inf. Set it only where the
             operation defines a result for them.
+        scale: A factor applied in the working precision before the cast (a layer's weights
+            take 1 / sqrt(fan_in), as initialized layers do).
 
     Returns:
         A tensor of `shape` and `dtype` on `device`.
@@ -148,6 +151,8 @@ def draw(
     values = _DRAWERS[distribution](size, work, where)
     if nonfinite:
         values = _mix_nonfinite(values, where)
+    if scale != 1.0:
+        values = values * scale
     return values.to(target).contiguous().to(device)
 
 

@@ -1,4 +1,8 @@
-"""Input generator: a weight of (rows, cols) scaled by 1 / sqrt(cols) and a vector of (cols,)."""
+"""Input generator: a weight of (rows, cols) and a vector of (cols,).
+
+The weight is scaled by 1 / sqrt(cols), as an initialized layer's is; under `scaled` (values
+around 50) by 1 / cols, else the products' common offset would sum past float16's range.
+"""
 
 import torch
 
@@ -8,7 +12,7 @@ from gauntlet import taskkit
 def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict[str, torch.Tensor]:
     gen = taskkit.generator(seed)
     rows, cols, dtype = config["rows"], config["cols"], config["dtype"]
-    weight = (taskkit.draw((rows, cols), "float32", distribution, gen) / cols**0.5).to(
-        taskkit.dtype_of(dtype)).to(device)
+    scale = 1 / cols if distribution == "scaled" else cols**-0.5
+    weight = taskkit.draw((rows, cols), dtype, distribution, gen, device, scale=scale)
     v = taskkit.draw((cols,), dtype, distribution, gen, device)
     return {"weight": weight, "v": v}

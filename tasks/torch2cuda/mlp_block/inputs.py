@@ -7,8 +7,7 @@ from gauntlet import taskkit
 
 
 def _weight(shape: tuple[int, int], dtype: str, distribution: str, gen, device: str):
-    w = taskkit.draw(shape, "float32", distribution, gen) / shape[1] ** 0.5
-    return w.to(taskkit.dtype_of(dtype)).to(device)
+    return taskkit.draw(shape, dtype, distribution, gen, device, scale=shape[1] ** -0.5)
 
 
 def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict[str, object]:

@@ -12,8 +12,7 @@ def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict
     x = taskkit.draw((batch, seq, hidden), dtype, distribution, gen, device)
 
     def weight(rows: int, cols: int):
-        w = taskkit.draw((rows, cols), "float32", distribution, gen) / cols**0.5
-        return w.to(taskkit.dtype_of(dtype)).to(device)
+        return taskkit.draw((rows, cols), dtype, distribution, gen, device, scale=cols**-0.5)
 
     return {
         "x": x,

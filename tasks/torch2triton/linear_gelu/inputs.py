@@ -11,7 +11,6 @@ def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict
     x = taskkit.draw((m, k), dtype, distribution, gen, device)
     # Weights scaled by 1 / sqrt(K), as initialized layers are, so the pre-activations are of
     # order one and GELU's curved part is exercised.
-    weight = (taskkit.draw((n, k), "float32", distribution, gen) / k**0.5).to(
-        taskkit.dtype_of(dtype)).to(device)
+    weight = taskkit.draw((n, k), dtype, distribution, gen, device, scale=k**-0.5)
     bias = taskkit.draw((n,), dtype, "normal", gen, device)
     return {"x": x, "weight": weight, "bias": bias}
