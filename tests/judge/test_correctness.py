@@ -29,3 +29,48 @@ def test_reference_specials_must_be_matched() -> None:
     assert correctness.compare(same, ref, correctness.ANY_FINITE, 1e-3, "out").ok
     other = torch.tensor([1.0, 1.0, math.nan])
     assert not correctness.compare(other, ref, correctness.ANY_FINITE, 1e-3, "out").ok
+
+
+FP16_TOL = correctness.Tolerance(atol=4e-3, rtol=4e-3)
+
+
+def test_an_exact_value_past_float16s_range_may_come_back_as_its_infinity() -> None:
+    # Found on an H100: gemv under `special` inputs, exact -66162.9, correctly rounded -inf.
+    ref = torch.tensor([-66162.9, 1.0, 70000.0], dtype=torch.float64)
+    rounded = ref.to(torch.float16)
+    assert rounded[0] == -math.inf
+    check = correctness.compare(rounded, ref, FP16_TOL, 1e-3, "out")
+    assert check.ok, check.reason
+    assert math.isfinite(check.rel_l2_err)
+    wrong_sign = rounded.clone()
+    wrong_sign[0] = math.inf
+    assert not correctness.compare(wrong_sign, ref, FP16_TOL, 1e-3, "out").ok
+    nan = rounded.clone()
+    nan[2] = math.nan
+    assert not correctness.compare(nan, ref, FP16_TOL, 1e-3, "out").ok
+
+
+def test_a_finite_float16_value_must_still_be_near_the_exact_one() -> None:
+    # 65504 (saturated) is 1 % off 66162.9: within no float16 tolerance.
+    ref = torch.tensor([-66162.9], dtype=torch.float64)
+    saturated = torch.tensor([-65504.0], dtype=torch.float16)
+    assert not correctness.compare(saturated, ref, FP16_TOL, 1e-3, "out").ok
+
+
+def test_slack_widens_every_element_by_the_baselines_worst_error() -> None:
+    ref = torch.tensor([-2.15145, 0.5, 3.0], dtype=torch.float64)
+    cand = torch.tensor([-2.16406, 0.5, 3.0], dtype=torch.float16)
+    plain = correctness.compare(cand, ref, FP16_TOL, 1.0, "out")
+    assert not plain.ok and "(atol 0.004, rtol 0.004)" in plain.reason
+    # The baseline missed by 0.0126 on this trial: twice that is the slack.
+    slack = correctness.element_slack(0.0126)
+    assert slack == 2 * 0.0126
+    assert correctness.compare(cand, ref, FP16_TOL, 1.0, "out", slack=slack).ok
+    far = torch.tensor([-2.3, 0.5, 3.0], dtype=torch.float16)
+    beyond = correctness.compare(far, ref, FP16_TOL, 1.0, "out", slack=slack)
+    assert not beyond.ok and "slack 0.0252" in beyond.reason
+
+
+def test_an_infinite_baseline_error_gives_no_slack() -> None:
+    assert correctness.element_slack(math.inf) == 0.0
+    assert correctness.element_slack(0.0) == 0.0

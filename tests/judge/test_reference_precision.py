@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from gauntlet.judge.worker import _for_judge
@@ -20,3 +23,13 @@ def test_float32_outputs_keep_float64_references() -> None:
     exact = torch.tensor([1.0 / 3.0], dtype=torch.float64)
     assert _for_judge(exact, torch.zeros(1, dtype=torch.float32)).dtype == torch.float64
     assert _for_judge(exact, None).dtype == torch.float64
+
+
+def test_the_baselines_errors_skip_values_past_its_dtypes_range() -> None:
+    from gauntlet.judge.worker import _max_abs_err, _rel_l2
+
+    exact = torch.tensor([-66162.9, 1.0, 2.0], dtype=torch.float64)
+    base = torch.tensor([-math.inf, 1.0, 2.001953125], dtype=torch.float16)
+    assert _rel_l2(base, exact) == pytest.approx(0.001953125 / math.hypot(1.0, 2.0))
+    assert _max_abs_err(base, exact) == pytest.approx(0.001953125)
+    assert _rel_l2(torch.tensor([math.nan, 1.0, 2.0]), exact.float().double()) == math.inf

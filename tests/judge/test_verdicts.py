@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gauntlet.judge import judge
-from gauntlet.task import Task
+from gauntlet.task import Task, load_task
 from tests.support.fixtures import SCALE_ADD, with_spec
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -69,3 +69,31 @@ def test_verdict_records_where_its_time_went(tmp_path: Path) -> None:
         assert name in phases and phases[name] >= 0.0, phases
     steps = sum(v for k, v in phases.items() if k.startswith("reference."))
     assert steps <= phases["reference"] + 0.05
+
+
+def _missing_element_7(baseline: str, by: str) -> str:
+    line = "tl.store(out_ptr + offs, alpha * x + y, mask=mask)"
+    assert line in baseline
+    return baseline.replace(
+        line, f"tl.store(out_ptr + offs, alpha * x + y + tl.where(offs == 7, {by}, 0.0), mask=mask)"
+    )
+
+
+@pytest.mark.parametrize(("miss", "status"), [("1e-4", "pass"), ("1e-3", "incorrect")])
+def test_an_element_may_miss_by_twice_what_the_trusted_baseline_misses(
+    miss: str, status: str, tmp_path: Path
+) -> None:
+    # The task's baseline misses element 7 by 1e-4, ten times float32's atol, as a float32
+    # reduction under cancelling inputs does: a candidate doing the same passes, ten times worse
+    # does not.
+    task = tmp_path / "task"
+    shutil.copytree(SCALE_ADD().root, task)
+    original = (task / "baseline.py").read_text()
+    (task / "baseline.py").write_text(_missing_element_7(original, "1e-4"))
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "kernel.py").write_text("# a candidate\n" + _missing_element_7(original, miss))
+    verdict = judge(load_task(task), submission, device="cpu", seed=5)
+    assert verdict.status == status, verdict.reason
+    if status != "pass":
+        assert "mismatch at index [7]" in verdict.reason and "slack 0.0002" in verdict.reason

@@ -38,6 +38,22 @@ def rel_l2_bound(spec: ToleranceSpec, dtype: str, baseline_rel_l2: float) -> flo
     return min(bound, tol.max_rel_l2) if tol.max_rel_l2 is not None else bound
 
 
+#: How far past the trusted baseline's worst element a candidate's element may be.
+BASELINE_SLACK = 2.0
+
+
+def element_slack(baseline_max_abs: float) -> float:
+    """The absolute slack every element of a trial gets: twice the baseline's worst error there.
+
+    A fixed atol/rtol cannot follow the conditioning of the inputs: under `scaled` or `special`
+    inputs a float32 reduction cancels, and the task's own baseline (or PyTorch itself) misses
+    some elements by several tolerances. A candidate is held to no less than what the trusted
+    code achieves on the very same inputs; the relative L2 bound still guards the overall
+    precision.
+    """
+    return BASELINE_SLACK * baseline_max_abs if math.isfinite(baseline_max_abs) else 0.0
+
+
 def tolerance_for(spec: ToleranceSpec, dtype: str) -> Tolerance:
     """The task's stated tolerance for a dtype (the loader guarantees every used dtype has one)."""
     return spec.dtypes[dtype]
@@ -50,11 +66,15 @@ def compare(
     l2_bound: float,
     what: str,
     device: str = "cpu",
+    *,
+    slack: float = 0.0,
 ) -> Comparison:
     """Element-wise atol/rtol check plus the relative L2 bound, all in float64, on `device`.
 
     GPU-sized outputs are compared on the GPU being judged: on the host, the float64
-    temporaries of a 10^8-element output cost seconds per trial.
+    temporaries of a 10^8-element output cost seconds per trial. `slack` widens every
+    element's tolerance (`element_slack`). An exact value beyond the output dtype's range may
+    come back as the infinity it rounds to, or as a finite value within the tolerance.
     """
     import torch
 
@@ -63,12 +83,19 @@ def compare(
     total = max(ref.numel(), 1)
     ref_finite = torch.isfinite(ref)
     cand_finite = torch.isfinite(cand)
+    rounded = ref
+    if candidate.is_floating_point() and candidate.dtype != torch.float64:
+        rounded = ref.to(candidate.dtype).to(device=device, dtype=torch.float64)
+    overflow = ref_finite & ~torch.isfinite(rounded)
     # Non-finite values must match exactly where the reference has them; NaN or Inf anywhere
     # else is wrong whatever the tolerance.
     same_special = (~ref_finite) & ((cand.isnan() & ref.isnan()) | (cand == ref))
     diff = (cand - ref).abs()
-    allowed = tol.atol + tol.rtol * ref.abs()
+    allowed = tol.atol + tol.rtol * ref.abs() + slack
     within = torch.where(ref_finite, cand_finite & (diff <= allowed), same_special)
+    within |= overflow & (cand == rounded)
+    # Overflowing elements are judged above; in the norms an infinity would drown the rest.
+    ref_finite &= ~overflow
     match_fraction = float(within.sum()) / total
     finite_both = ref_finite & cand_finite
     max_abs = float(diff[finite_both].max()) if bool(finite_both.any()) else 0.0
@@ -88,7 +115,8 @@ def compare(
         wrong = total - int(within.sum())
         reason = (
             f"{what}: {kind} at index {list(index)}: expected {expected:.6g}, found {found:.6g} "
-            f"(atol {tol.atol:g}, rtol {tol.rtol:g}); {wrong} of {total} elements wrong"
+            f"(atol {tol.atol:g}, rtol {tol.rtol:g}{f', slack {slack:.3g}' if slack else ''}); "
+            f"{wrong} of {total} elements wrong"
         )
         return Comparison(False, reason, max_abs, max_rel, rel_l2, l2_bound, match_fraction)
     if rel_l2 > l2_bound:

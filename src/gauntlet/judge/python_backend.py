@@ -114,6 +114,9 @@ class _Trial:
     grads: list[torch.Tensor]
     baseline_rel_l2: list[float]
     baseline_grad_rel_l2: list[float]
+    baseline_max_abs: list[float]
+    """The baseline's largest element-wise error per output: the trial's element-wise slack."""
+    baseline_grad_max_abs: list[float]
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.outputs + self.grads)
@@ -384,6 +387,8 @@ class _Evaluation:
                     grads=tensors[n_out:],
                     baseline_rel_l2=header["baseline_rel_l2"],
                     baseline_grad_rel_l2=header["baseline_grad_rel_l2"],
+                    baseline_max_abs=header["baseline_max_abs"],
+                    baseline_grad_max_abs=header["baseline_grad_max_abs"],
                 )
             )
 
@@ -673,10 +678,12 @@ class _ConfigCheck:
         n_out = len(ref.outputs)
         spec = self.task.spec
         tol = correctness.tolerance_for(spec.tolerance, self.config.dtype)
-        pairs: list[tuple[str, torch.Tensor, torch.Tensor, float]] = []
+        pairs: list[tuple[str, torch.Tensor, torch.Tensor, float, float]] = []
         for i in range(n_out):
             label = f"output {i}" if n_out > 1 else "output"
-            pairs.append((label, tensors[i], ref.outputs[i], ref.baseline_rel_l2[i]))
+            pairs.append(
+                (label, tensors[i], ref.outputs[i], ref.baseline_rel_l2[i], ref.baseline_max_abs[i])
+            )
         if spec.backward:
             present = header.get("grads", [])
             missing = [n for n, ok in zip(spec.backward.wrt, present, strict=False) if not ok]
@@ -692,11 +699,25 @@ class _ConfigCheck:
                         f"expected {list(want.shape)}"
                     )
                     return
-                pairs.append((f"gradient of '{name}'", grad, want, ref.baseline_grad_rel_l2[j]))
-        for label, cand, want, base_err in pairs:
+                pairs.append(
+                    (
+                        f"gradient of '{name}'",
+                        grad,
+                        want,
+                        ref.baseline_grad_rel_l2[j],
+                        ref.baseline_grad_max_abs[j],
+                    )
+                )
+        for label, cand, want, base_err, base_abs in pairs:
             bound = correctness.rel_l2_bound(spec.tolerance, self.config.dtype, base_err)
             result = correctness.compare(
-                cand, want, tol, bound, label, _compare_device(self.device)
+                cand,
+                want,
+                tol,
+                bound,
+                label,
+                _compare_device(self.device),
+                slack=correctness.element_slack(base_abs),
             )
             self.max_abs = max(self.max_abs, result.max_abs_err)
             self.max_rel = max(self.max_rel, result.max_rel_err)

@@ -119,6 +119,12 @@ def _rel_l2(candidate: torch.Tensor, reference: torch.Tensor) -> float:
     # On the reference's device: on the host, GPU-sized outputs cost seconds a trial.
     ref = reference.detach().to(torch.float64)
     diff = candidate.detach().to(device=ref.device, dtype=torch.float64) - ref
+    if candidate.is_floating_point() and candidate.dtype != torch.float64:
+        # An exact value beyond the dtype's range rounds to infinity: no error of the code.
+        overflow = torch.isfinite(ref) & ~torch.isfinite(ref.to(candidate.dtype))
+        if bool(overflow.any()):
+            ref = torch.where(overflow, 0.0, ref)
+            diff = torch.where(overflow, 0.0, diff)
     denom = float(torch.linalg.vector_norm(ref))
     num = float(torch.linalg.vector_norm(diff))
     if math.isnan(num):
@@ -126,15 +132,29 @@ def _rel_l2(candidate: torch.Tensor, reference: torch.Tensor) -> float:
     return num / denom if denom > 0 else num
 
 
+def _max_abs_err(candidate: torch.Tensor, reference: torch.Tensor) -> float:
+    """The largest element-wise error where both are finite (0 where none is)."""
+    import torch
+
+    ref = reference.detach().to(torch.float64)
+    cand = candidate.detach().to(device=ref.device, dtype=torch.float64)
+    both = torch.isfinite(ref) & torch.isfinite(cand)
+    return float((cand - ref).abs()[both].max()) if bool(both.any()) else 0.0
+
+
 def _upstream(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
     """The upstream gradient for a backward check, drawn from the trial's seed."""
     import torch
 
-    gen = torch.Generator(device="cpu").manual_seed(seed ^ 0x5EED)
-    return [
-        torch.randn(o.shape, generator=gen, dtype=torch.float64).to(device=o.device, dtype=o.dtype)
-        for o in outputs
-    ]
+    # Drawn where the outputs are: GPU-sized gradients drawn on the host took ~30 s a trial.
+    # Reference and candidate draw them alike (same seed, shapes and device), so they agree.
+    gens: dict[torch.device, torch.Generator] = {}
+    drawn = []
+    for o in outputs:
+        gen = gens.setdefault(o.device, torch.Generator(device=o.device).manual_seed(seed ^ 0x5EED))
+        values = torch.randn(o.shape, generator=gen, dtype=torch.float32, device=o.device)
+        drawn.append(values.to(o.dtype))
+    return drawn
 
 
 def _describe(value: Any) -> dict[str, Any]:
@@ -339,6 +359,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             with torch.enable_grad() if wrt else torch.no_grad():
                 base_out = _as_tuple(base(*base_args.values()))
             base_err = [_rel_l2(b, e) for b, e in zip(base_out, expected64, strict=True)]
+            base_abs = [_max_abs_err(b, e) for b, e in zip(base_out, expected64, strict=True)]
             laps.lap("baseline")
             natives = _as_tuple(native)
             tensors = [
@@ -346,6 +367,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 for i, e in enumerate(expected64)
             ]
             grad_errs: list[float] = []
+            grad_abs: list[float] = []
             if wrt:
                 upstream = _upstream(base_out, int(trial["seed"]))
                 laps.lap("gradients.upstream")
@@ -356,6 +378,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
                 laps.lap("gradients.baseline")
                 grad_errs = [_rel_l2(b, e) for b, e in zip(base_grads, grads64, strict=True)]
+                grad_abs = [_max_abs_err(b, e) for b, e in zip(base_grads, grads64, strict=True)]
                 tensors += [_for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)]
                 laps.lap("gradients.errors")
             _send(
@@ -368,6 +391,8 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                     "expected": _describe_output(native),
                     "baseline_rel_l2": base_err,
                     "baseline_grad_rel_l2": grad_errs,
+                    "baseline_max_abs": base_abs,
+                    "baseline_grad_max_abs": grad_abs,
                 },
                 tensors,
             )
