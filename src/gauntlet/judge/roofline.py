@@ -1,7 +1,8 @@
 """Speed of light: device peaks, measured once and cached, and the floor time of a config.
 
 The peaks are measured, not taken from datasheets: a large device-to-device copy (bytes read
-plus written over time) and large matrix products per dtype through PyTorch. Measuring runs in a
+plus written over time), a sum (reads only) and a fill (writes only), the best of the three
+being the memory ceiling, and large matrix products per dtype through PyTorch. Measuring runs in a
 child process (`python -m gauntlet.judge.roofline`), so the orchestrator never holds a GPU
 context; the result is cached per GPU model and library versions.
 """
@@ -30,10 +31,23 @@ class DevicePeaks(BaseModel):
     device_name: str
     copy_bytes_per_s: float
     """Device-to-device copy bandwidth, counting bytes read and written."""
+    read_bytes_per_s: float
+    """Bandwidth of a sum over a large tensor: reads only."""
+    write_bytes_per_s: float
+    """Bandwidth of filling a large tensor: writes only."""
     matrix_flops_per_s: dict[str, float]
     """Dense matrix-product rate per dtype (float32 without TF32: the vector-unit rate)."""
     torch_version: str
     measured_at: str
+
+    @property
+    def bytes_per_s(self) -> float:
+        """The memory ceiling: the best of copy, read-only and write-only traffic.
+
+        A copy alone is no ceiling: on an H100 read-heavy expert kernels ran at 101-103 % of
+        the copy's rate, within 8 % of the floor that rejects a time as impossible.
+        """
+        return max(self.copy_bytes_per_s, self.read_bytes_per_s, self.write_bytes_per_s)
 
 
 def sol_seconds(task: Task, config: Config, peaks: DevicePeaks) -> float:
@@ -43,7 +57,7 @@ def sol_seconds(task: Task, config: Config, peaks: DevicePeaks) -> float:
     moved = float(expr.evaluate(task.spec.roofline.bytes, variables))
     dtype = config.dtype if task.spec.roofline.matrix else "float32"
     rate = peaks.matrix_flops_per_s.get(dtype) or peaks.matrix_flops_per_s["float32"]
-    return max(flops / rate, moved / peaks.copy_bytes_per_s)
+    return max(flops / rate, moved / peaks.bytes_per_s)
 
 
 def _cache_path(device: str) -> Path:
@@ -100,6 +114,9 @@ def measure(index: int) -> DevicePeaks:
     src = torch.empty(size // 4, dtype=torch.float32, device=device).normal_()
     dst = torch.empty_like(src)
     copy_ms = best_ms(lambda: dst.copy_(src))
+    total = torch.empty((), dtype=torch.float32, device=device)
+    read_ms = best_ms(lambda: torch.sum(src, dim=0, out=total))
+    write_ms = best_ms(lambda: dst.fill_(1.0))
     rates: dict[str, float] = {}
     torch.backends.cuda.matmul.allow_tf32 = False
     for name in ("bfloat16", "float16", "float32"):
@@ -112,6 +129,8 @@ def measure(index: int) -> DevicePeaks:
     return DevicePeaks(
         device_name=torch.cuda.get_device_name(device),
         copy_bytes_per_s=2 * size / (copy_ms / 1e3),
+        read_bytes_per_s=size / (read_ms / 1e3),
+        write_bytes_per_s=size / (write_ms / 1e3),
         matrix_flops_per_s=rates,
         torch_version=torch.__version__,
         measured_at=datetime.now(UTC).isoformat(),
