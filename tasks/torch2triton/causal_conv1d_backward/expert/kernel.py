@@ -40,7 +40,9 @@ def conv_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, dim, seqlen, width, BLOCK_L:
 def _grad_pre_activation(x_ptr, w_ptr, dy_ptr, base, d, s, seqlen, width, bias):
     """g = dy * silu'(a) at positions s (zero past the end)."""
     in_seq = s < seqlen
-    a = bias
+    # A block from the start: compiled Triton (unlike its interpreter) rejects a loop-carried
+    # value that turns from a scalar into a block.
+    a = tl.zeros(s.shape, dtype=tl.float32) + bias
     for k in range(0, width):
         w = tl.load(w_ptr + d * width + k).to(tl.float32)
         src = s - (width - 1) + k
