@@ -17,6 +17,8 @@
 #   TASKS=               a glob narrowing it (e.g. '*2triton/*')
 #   RUN_DIR=runs/gpu     the run directory: resumed when it already holds a run, so a suite
 #                        too long for one call continues in the next (carry the folder along)
+#   REDO=                on resuming, a glob of task ids whose attempts are made again (after a
+#                        fix to those tasks or to the judge), e.g. 'cuda2cuda/gemv'
 #   TIME_CAP=10          seconds of timing per config at most (`gauntlet run --time-cap`)
 #   PARALLEL=4           attempts at a time (`--parallel`): CUDA builds and workers' imports
 #                        overlap the GPU work of another attempt, which holds the GPU's lock
@@ -66,6 +68,7 @@ for step in "${steps[@]}"; do
             run_dir="${RUN_DIR:-runs/gpu}"
             if [ -f "$run_dir/run.json" ]; then
                 how=(--resume "$run_dir" --parallel "${PARALLEL:-4}")
+                [ -n "${REDO:-}" ] && how+=(--redo "$REDO")
             else
                 how=(--suite "${SUITE:-gpu-quick}" --agent baseline --agent expert --seed 1
                      --time-cap "${TIME_CAP:-10}" --parallel "${PARALLEL:-4}" --out "$run_dir")

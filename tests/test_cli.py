@@ -60,6 +60,8 @@ def test_bad_usage_exits_2_without_traceback() -> None:
     assert bad_option.returncode == 2
     no_time = gauntlet("eval", "triton2triton/scale_add", "k.py", "--time-cap", "0")
     assert no_time.returncode == 2 and "Traceback" not in no_time.stderr
+    redo = gauntlet("run", "--redo", "cuda2cuda/gemv", "--agent", "baseline")
+    assert redo.returncode == 2 and "--redo needs --resume RUN_DIR" in redo.stderr
 
 
 def test_malformed_task_is_a_clear_error(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from gauntlet import settings
 from gauntlet.agents.base import Budget
-from gauntlet.errors import RecordError, UnknownNameError
+from gauntlet.errors import ConfigError, RecordError, UnknownNameError
 from gauntlet.runner import RunConfig, resume_run, start_run
 from gauntlet.store import RunStore
 from tests.support.fixtures import TASKS
@@ -64,6 +64,27 @@ def test_resume_skips_recorded_attempts(fixture_tasks: Path, tmp_path: Path) -> 
     resume_run(out)
     assert (out / "attempts.jsonl").read_text() == before
     assert len(store.attempts()) == 1
+
+
+def test_redo_makes_matching_attempts_again_and_the_new_record_stands(
+    fixture_tasks: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    first = start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out).attempts()
+    store = resume_run(out, redo="triton2triton/*")
+    lines = (out / "attempts.jsonl").read_text().splitlines()
+    assert len(lines) == 2  # append-only: the old record stays in the log
+    (record,) = store.attempts()
+    assert record.attempt_id == first[0].attempt_id
+    assert record.started_at > first[0].started_at
+    assert record.status == "pass", record.reason
+
+
+def test_redo_matching_no_task_of_the_run_is_an_error(fixture_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+    with pytest.raises(ConfigError, match="--redo 'cuda2cuda/\\*' matches no task"):
+        resume_run(out, redo="cuda2cuda/*")
 
 
 def test_refuses_to_overwrite_a_run(fixture_tasks: Path, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ attempts already recorded, so a killed run loses no finished attempt.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import platform
 import secrets
@@ -165,9 +166,16 @@ def start_run(config: RunConfig, out: Path, progress: Progress | None = None) ->
 
 
 def resume_run(
-    run_dir: Path, parallel: int | None = None, progress: Progress | None = None
+    run_dir: Path,
+    parallel: int | None = None,
+    progress: Progress | None = None,
+    redo: str | None = None,
 ) -> RunStore:
-    """Finish a run: make every attempt of its plan that `attempts.jsonl` does not hold yet."""
+    """Finish a run: make every attempt of its plan that `attempts.jsonl` does not hold yet.
+
+    `redo`, a glob over task ids, makes those tasks' attempts again even where recorded (after
+    a fix to the task or the judge); their new records replace the old ones.
+    """
     store = RunStore(run_dir)
     info = store.info()
     try:
@@ -180,6 +188,11 @@ def resume_run(
     tasks = [suites.load_by_id(task_id) for task_id in info.task_ids]
     jobs, _ = plan_jobs(tasks, info.agents, info.attempts, config.device)
     done = store.done_ids()
+    if redo is not None:
+        again = {j.attempt_id for j in jobs if fnmatch.fnmatchcase(j.task.task_id, redo)}
+        if not again:
+            raise ConfigError(f"--redo '{redo}' matches no task of the run in '{run_dir}'")
+        done -= again
     _execute(store, [j for j in jobs if j.attempt_id not in done], config, secret, progress)
     return store
 

@@ -147,7 +147,11 @@ class RunStore:
             raise RecordError(f"cannot append to '{self.attempts_path}': {err}") from err
 
     def attempts(self) -> list[AttemptRecord]:
-        """Every recorded attempt, in order; a torn final line is skipped with a warning."""
+        """Every recorded attempt, in order; a torn final line is skipped with a warning.
+
+        An attempt made again (`--resume --redo`) is recorded again: its latest record stands,
+        in the place of its first. The log itself stays append-only.
+        """
         if not self.attempts_path.exists():
             raise RecordError(f"'{self.root}' is not a run directory (no attempts.jsonl)")
         lines = self.attempts_path.read_text(encoding="utf-8").splitlines()
@@ -162,7 +166,8 @@ class RunStore:
                     logger.warning("%s:%d: skipping a torn last line", self.attempts_path, number)
                     continue
                 raise RecordError(f"{self.attempts_path}:{number}: invalid record: {err}") from err
-        return records
+        latest = {r.attempt_id: r for r in records}
+        return list(latest.values())
 
     def done_ids(self) -> set[str]:
         """Ids of attempts already recorded (for `--resume`)."""

@@ -46,6 +46,9 @@ def run(
     device: str = typer.Option(None, "--device", "-d", help="Device (default: the best here)."),
     out_dir: Path = typer.Option(None, "--out", "-o", help="Run directory to create."),
     resume: Path = typer.Option(None, "--resume", help="Continue this run directory."),
+    redo: str = typer.Option(
+        None, "--redo", help="With --resume: make these tasks' attempts again (glob over ids)."
+    ),
     parallel: int = typer.Option(1, "--parallel", "-j", min=1, help="Attempts at once."),
     budget: str = typer.Option("30m", "--budget", help="Wall-clock budget per attempt."),
     turns: int = typer.Option(0, "--turns", min=0, help="Turn budget (0: per task level)."),
@@ -71,8 +74,10 @@ def run(
             last = f"{record.task_id} [{record.agent}] {styled_status(record.status)}"
             bar.update(handle, completed=done, total=total, last=last)
 
+        if redo is not None and resume is None:
+            raise ConfigError("--redo needs --resume RUN_DIR: it redoes a recorded run's attempts")
         if resume is not None:
-            store = resume_run(resume, parallel=parallel, progress=progress)
+            store = resume_run(resume, parallel=parallel, progress=progress, redo=redo)
         else:
             config = RunConfig(
                 suite=suite,
