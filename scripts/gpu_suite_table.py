@@ -15,6 +15,7 @@ import math
 import sys
 from pathlib import Path
 
+from gauntlet import suites
 from gauntlet.judge.verdict import ConfigResult
 from gauntlet.store import AttemptRecord, RunStore
 
@@ -70,7 +71,10 @@ def main() -> int:
     )
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for task in sorted(cells):
-        print(row(task, cells[task].get("baseline"), cells[task].get("expert")))
+        # The expert agent of a task that ships no expert submits the untouched template.
+        ships_expert = suites.load_by_id(task).spec.expert is not None
+        expert = cells[task].get("expert") if ships_expert else None
+        print(row(task, cells[task].get("baseline"), expert))
     return 0
 
 
