@@ -17,8 +17,8 @@
 #   TASKS=               a glob narrowing it (e.g. '*2triton/*')
 #   RUN_DIR=runs/gpu     the run directory: resumed when it already holds a run, so a suite
 #                        too long for one call continues in the next (carry the folder along)
-#   REDO=                on resuming, a glob of task ids whose attempts are made again (after a
-#                        fix to those tasks or to the judge), e.g. 'cuda2cuda/gemv'
+#   REDO=                on resuming, globs of task ids (space-separated) whose attempts are
+#                        made again after a fix to them or to the judge, e.g. 'cuda2cuda/gemv *rope'
 #   TIME_CAP=10          seconds of timing per config at most (`gauntlet run --time-cap`)
 #   PARALLEL=4           attempts at a time (`--parallel`): CUDA builds and workers' imports
 #                        overlap the GPU work of another attempt, which holds the GPU's lock
@@ -68,7 +68,8 @@ for step in "${steps[@]}"; do
             run_dir="${RUN_DIR:-runs/gpu}"
             if [ -f "$run_dir/run.json" ]; then
                 how=(--resume "$run_dir" --parallel "${PARALLEL:-4}")
-                [ -n "${REDO:-}" ] && how+=(--redo "$REDO")
+                read -r -a redo <<< "${REDO:-}"  # split on spaces, no filename globbing
+                for pattern in "${redo[@]}"; do how+=(--redo "$pattern"); done
             else
                 how=(--suite "${SUITE:-gpu-quick}" --agent baseline --agent expert --seed 1
                      --time-cap "${TIME_CAP:-10}" --parallel "${PARALLEL:-4}" --out "$run_dir")

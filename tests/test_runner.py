@@ -66,14 +66,14 @@ def test_resume_skips_recorded_attempts(fixture_tasks: Path, tmp_path: Path) -> 
     assert len(store.attempts()) == 1
 
 
-def test_redo_makes_matching_attempts_again_and_the_new_record_stands(
+def test_redo_makes_matching_attempts_again_keeping_the_old_record_aside(
     fixture_tasks: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
     first = start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out).attempts()
-    store = resume_run(out, redo="triton2triton/*")
-    lines = (out / "attempts.jsonl").read_text().splitlines()
-    assert len(lines) == 2  # append-only: the old record stays in the log
+    store = resume_run(out, redo=["triton2triton/*"])
+    (old,) = (out / "superseded.jsonl").read_text().splitlines()
+    assert json.loads(old)["started_at"] == first[0].model_dump(mode="json")["started_at"]
     (record,) = store.attempts()
     assert record.attempt_id == first[0].attempt_id
     assert record.started_at > first[0].started_at
@@ -84,7 +84,7 @@ def test_redo_matching_no_task_of_the_run_is_an_error(fixture_tasks: Path, tmp_p
     out = tmp_path / "run"
     start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
     with pytest.raises(ConfigError, match="--redo 'cuda2cuda/\\*' matches no task"):
-        resume_run(out, redo="cuda2cuda/*")
+        resume_run(out, redo=["triton2triton/*", "cuda2cuda/*"])
 
 
 def test_refuses_to_overwrite_a_run(fixture_tasks: Path, tmp_path: Path) -> None:

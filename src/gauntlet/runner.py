@@ -16,7 +16,7 @@ import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib import metadata
@@ -169,12 +169,12 @@ def resume_run(
     run_dir: Path,
     parallel: int | None = None,
     progress: Progress | None = None,
-    redo: str | None = None,
+    redo: Sequence[str] = (),
 ) -> RunStore:
     """Finish a run: make every attempt of its plan that `attempts.jsonl` does not hold yet.
 
-    `redo`, a glob over task ids, makes those tasks' attempts again even where recorded (after
-    a fix to the task or the judge); their new records replace the old ones.
+    `redo`, globs over task ids, makes those tasks' attempts again even where recorded (after
+    a fix to the task or the judge); their old records move to `superseded.jsonl`.
     """
     store = RunStore(run_dir)
     info = store.info()
@@ -187,12 +187,15 @@ def resume_run(
         config = config.model_copy(update={"parallel": parallel})
     tasks = [suites.load_by_id(task_id) for task_id in info.task_ids]
     jobs, _ = plan_jobs(tasks, info.agents, info.attempts, config.device)
+    again: set[str] = set()
+    for pattern in redo:
+        matched = {j.attempt_id for j in jobs if fnmatch.fnmatchcase(j.task.task_id, pattern)}
+        if not matched:
+            raise ConfigError(f"--redo '{pattern}' matches no task of the run in '{run_dir}'")
+        again |= matched
+    if again:
+        store.supersede(again)
     done = store.done_ids()
-    if redo is not None:
-        again = {j.attempt_id for j in jobs if fnmatch.fnmatchcase(j.task.task_id, redo)}
-        if not again:
-            raise ConfigError(f"--redo '{redo}' matches no task of the run in '{run_dir}'")
-        done -= again
     _execute(store, [j for j in jobs if j.attempt_id not in done], config, secret, progress)
     return store
 

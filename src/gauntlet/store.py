@@ -147,11 +147,7 @@ class RunStore:
             raise RecordError(f"cannot append to '{self.attempts_path}': {err}") from err
 
     def attempts(self) -> list[AttemptRecord]:
-        """Every recorded attempt, in order; a torn final line is skipped with a warning.
-
-        An attempt made again (`--resume --redo`) is recorded again: its latest record stands,
-        in the place of its first. The log itself stays append-only.
-        """
+        """Every recorded attempt, in order; a torn final line is skipped with a warning."""
         if not self.attempts_path.exists():
             raise RecordError(f"'{self.root}' is not a run directory (no attempts.jsonl)")
         lines = self.attempts_path.read_text(encoding="utf-8").splitlines()
@@ -166,8 +162,39 @@ class RunStore:
                     logger.warning("%s:%d: skipping a torn last line", self.attempts_path, number)
                     continue
                 raise RecordError(f"{self.attempts_path}:{number}: invalid record: {err}") from err
-        latest = {r.attempt_id: r for r in records}
-        return list(latest.values())
+        return records
+
+    def supersede(self, attempt_ids: set[str]) -> None:
+        """Move these attempts' records to `superseded.jsonl`, so that they are made again.
+
+        For `--resume --redo` after a fix: the old records are kept, out of the scored log. The
+        log is rewritten to a temporary file and renamed over, so a crash leaves one or the
+        other whole.
+        """
+        lines = self.attempts_path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept: list[str] = []
+        moved: list[str] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                record_id = read_record(line).attempt_id
+            except (ValidationError, json.JSONDecodeError):
+                record_id = None  # a torn last line: dropped along with its attempt
+            (moved if record_id is None or record_id in attempt_ids else kept).append(line)
+        temporary = self.attempts_path.with_suffix(".jsonl.tmp")
+        try:
+            with (self.root / "superseded.jsonl").open("a", encoding="utf-8") as handle:
+                handle.writelines(m if m.endswith("\n") else m + "\n" for m in moved)
+                handle.flush()
+                os.fsync(handle.fileno())
+            with temporary.open("w", encoding="utf-8") as handle:
+                handle.writelines(kept)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.attempts_path)
+        except OSError as err:
+            raise RecordError(f"cannot rewrite '{self.attempts_path}': {err}") from err
 
     def done_ids(self) -> set[str]:
         """Ids of attempts already recorded (for `--resume`)."""

@@ -46,8 +46,8 @@ def run(
     device: str = typer.Option(None, "--device", "-d", help="Device (default: the best here)."),
     out_dir: Path = typer.Option(None, "--out", "-o", help="Run directory to create."),
     resume: Path = typer.Option(None, "--resume", help="Continue this run directory."),
-    redo: str = typer.Option(
-        None, "--redo", help="With --resume: make these tasks' attempts again (glob over ids)."
+    redo: list[str] = typer.Option(
+        None, "--redo", help="With --resume: make these tasks' attempts again (glob; repeatable)."
     ),
     parallel: int = typer.Option(1, "--parallel", "-j", min=1, help="Attempts at once."),
     budget: str = typer.Option("30m", "--budget", help="Wall-clock budget per attempt."),
@@ -74,10 +74,10 @@ def run(
             last = f"{record.task_id} [{record.agent}] {styled_status(record.status)}"
             bar.update(handle, completed=done, total=total, last=last)
 
-        if redo is not None and resume is None:
+        if redo and resume is None:
             raise ConfigError("--redo needs --resume RUN_DIR: it redoes a recorded run's attempts")
         if resume is not None:
-            store = resume_run(resume, parallel=parallel, progress=progress, redo=redo)
+            store = resume_run(resume, parallel=parallel, progress=progress, redo=redo or ())
         else:
             config = RunConfig(
                 suite=suite,
