@@ -50,6 +50,7 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"rows": 2, "length": 5000, "dtype": "float32"},
         {"rows": 3, "length": 77, "dtype": "bfloat16"},
         {"rows": 1, "length": 20000, "dtype": "float32"},
+        {"rows": 512, "length": 4100, "dtype": "float32"},  # one program a row
     ],
     "triton2triton/moe_combine": [
         {"tokens": 7, "topk": 2, "dim": 100, "dtype": "float32"},

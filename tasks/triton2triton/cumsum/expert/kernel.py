@@ -6,9 +6,11 @@ so every core of the GPU works however few the rows are:
 2. chunk_offsets_kernel: per row, an exclusive scan of its chunk sums (tiny);
 3. chunk_scan_kernel: every chunk scanned with tl.cumsum plus its offset (second read of x,
    one write of y), fully parallel.
-Rows that fit in one chunk skip phases 1-2. Float32 throughout; the fixed order of the sums
-makes the result bitwise reproducible, and the two-level sum is more accurate than a long
-sequential carry.
+Rows that fit in one chunk skip phases 1-2. With many rows (enough programs to fill the GPU
+without splitting rows) one program scans each row chunk by chunk with a carry instead: one
+launch and one read of x instead of three and two (the three phases lost 0.59x to the baseline
+on 4096 rows of 4097). Float32 throughout; the fixed order of the sums makes the result
+bitwise reproducible, and the two-level sum is more accurate than a long sequential carry.
 """
 
 import torch
@@ -17,6 +19,8 @@ import triton.language as tl
 
 CHUNK = 4096
 OFFSETS_BLOCK = 1024
+#: Rows from which one program per row fills the GPU (about 4 per SM on an H100 or H200).
+MANY_ROWS = 512
 
 
 @triton.jit
@@ -56,6 +60,19 @@ def chunk_scan_kernel(
     tl.store(y_ptr + row * length + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def row_scan_kernel(x_ptr, y_ptr, length, CHUNK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    carry = tl.zeros([], dtype=tl.float32)
+    for start in range(0, length, CHUNK):
+        offs = start + tl.arange(0, CHUNK)
+        mask = offs < length
+        x = tl.load(x_ptr + row * length + offs, mask=mask, other=0.0).to(tl.float32)
+        y = tl.cumsum(x, axis=0) + carry
+        tl.store(y_ptr + row * length + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        carry += tl.sum(x, axis=0)
+
+
 def cumsum(x: torch.Tensor) -> torch.Tensor:
     """Inclusive cumulative sum over the last dimension of a contiguous 2-D tensor."""
     rows, length = x.shape
@@ -65,6 +82,9 @@ def cumsum(x: torch.Tensor) -> torch.Tensor:
         chunk_scan_kernel[(1, rows)](
             x, y, y, length, 1, HAS_OFFSETS=False, CHUNK=chunk, num_warps=4 if chunk <= 1024 else 8,
         )
+        return y
+    if rows >= MANY_ROWS:
+        row_scan_kernel[(rows,)](x, y, length, CHUNK=CHUNK, num_warps=8)
         return y
     n_chunks = triton.cdiv(length, CHUNK)
     sums = torch.empty((rows, n_chunks), dtype=torch.float32, device=x.device)
