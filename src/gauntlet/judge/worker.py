@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from gauntlet.judge import timing
 from gauntlet.judge.channel import FrameReader, write_frame
+from gauntlet.judge.overflow import rounds_to_infinity
 
 if TYPE_CHECKING:
     import torch
@@ -113,33 +114,35 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(raw_a, raw_b))
 
 
-def _rel_l2(candidate: torch.Tensor, reference: torch.Tensor) -> float:
+def _errors(candidate: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
+    """The relative L2 error and the largest element-wise error of `candidate`.
+
+    On the reference's device: on the host, GPU-sized outputs cost seconds a trial. Values past
+    the candidate dtype's range are skipped (their rounded infinity is no error of the code); a
+    NaN or Inf elsewhere makes the L2 error infinite and is left out of the largest error.
+    """
     import torch
 
-    # On the reference's device: on the host, GPU-sized outputs cost seconds a trial.
     ref = reference.detach().to(torch.float64)
     diff = candidate.detach().to(device=ref.device, dtype=torch.float64) - ref
-    if candidate.is_floating_point() and candidate.dtype != torch.float64:
-        # An exact value beyond the dtype's range rounds to infinity: no error of the code.
-        overflow = torch.isfinite(ref) & ~torch.isfinite(ref.to(candidate.dtype))
-        if bool(overflow.any()):
-            ref = torch.where(overflow, 0.0, ref)
-            diff = torch.where(overflow, 0.0, diff)
+    past = rounds_to_infinity(ref, candidate.dtype)
+    if bool(past.any()):
+        ref = torch.where(past, 0.0, ref)
+        diff = torch.where(past, 0.0, diff)
     denom = float(torch.linalg.vector_norm(ref))
     num = float(torch.linalg.vector_norm(diff))
-    if math.isnan(num):
-        return math.inf
-    return num / denom if denom > 0 else num
+    rel_l2 = math.inf if math.isnan(num) else (num / denom if denom > 0 else num)
+    finite = torch.isfinite(diff)
+    max_abs = float(diff[finite].abs().max()) if bool(finite.any()) else 0.0
+    return rel_l2, max_abs
 
 
-def _max_abs_err(candidate: torch.Tensor, reference: torch.Tensor) -> float:
-    """The largest element-wise error where both are finite (0 where none is)."""
-    import torch
-
-    ref = reference.detach().to(torch.float64)
-    cand = candidate.detach().to(device=ref.device, dtype=torch.float64)
-    both = torch.isfinite(ref) & torch.isfinite(cand)
-    return float((cand - ref).abs()[both].max()) if bool(both.any()) else 0.0
+def _per_output_errors(
+    outputs: Sequence[torch.Tensor], references: Sequence[torch.Tensor]
+) -> tuple[list[float], list[float]]:
+    """Each output's relative L2 and largest element-wise errors, as two lists."""
+    pairs = [_errors(o, r) for o, r in zip(outputs, references, strict=True)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def _upstream(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
@@ -151,7 +154,9 @@ def _upstream(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
     gens: dict[torch.device, torch.Generator] = {}
     drawn = []
     for o in outputs:
-        gen = gens.setdefault(o.device, torch.Generator(device=o.device).manual_seed(seed ^ 0x5EED))
+        if o.device not in gens:
+            gens[o.device] = torch.Generator(device=o.device).manual_seed(seed ^ 0x5EED)
+        gen = gens[o.device]
         values = torch.randn(o.shape, generator=gen, dtype=torch.float32, device=o.device)
         drawn.append(values.to(o.dtype))
     return drawn
@@ -334,7 +339,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                     "config": config["name"],
                     "position": sample["position"],
                     "baseline_rel_l2": [
-                        _rel_l2(b, e) for b, e in zip(base_out, expected64, strict=True)
+                        _errors(b, e)[0] for b, e in zip(base_out, expected64, strict=True)
                     ],
                 },
                 [_for_judge(e, b) for e, b in zip(expected64, base_out, strict=True)],
@@ -358,8 +363,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 base_args[name].requires_grad_(True)
             with torch.enable_grad() if wrt else torch.no_grad():
                 base_out = _as_tuple(base(*base_args.values()))
-            base_err = [_rel_l2(b, e) for b, e in zip(base_out, expected64, strict=True)]
-            base_abs = [_max_abs_err(b, e) for b, e in zip(base_out, expected64, strict=True)]
+            base_err, base_abs = _per_output_errors(base_out, expected64)
             laps.lap("baseline")
             natives = _as_tuple(native)
             tensors = [
@@ -377,8 +381,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 laps.lap("gradients.reference")
                 base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
                 laps.lap("gradients.baseline")
-                grad_errs = [_rel_l2(b, e) for b, e in zip(base_grads, grads64, strict=True)]
-                grad_abs = [_max_abs_err(b, e) for b, e in zip(base_grads, grads64, strict=True)]
+                grad_errs, grad_abs = _per_output_errors(base_grads, grads64)
                 tensors += [_for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)]
                 laps.lap("gradients.errors")
             _send(
