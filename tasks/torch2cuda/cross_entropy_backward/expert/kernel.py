@@ -1,10 +1,12 @@
 """Cross-entropy loss forward and backward in CUDA.
 
 Forward: one block per row keeps an online (max, sum of exp) over the row in one read, merged in
-a fixed order, and writes the row's logsumexp and its loss term lse - logits[target]; one more
+a fixed order, and writes the row's max and log-sum apart (their float32 sum would be rounded at
+the max's magnitude, an error exp() turns into a relative one on every probability) and its loss
+term (max - logits[target]) + log-sum; one more
 block adds the rows' terms in a fixed order into the mean (bitwise reproducible, no atomics).
 Backward: one block per row reads dloss on the device and writes
-dlogits = dloss / rows * (exp(logits - lse) - onehot) in one read of the logits. Eager autograd
+dlogits = dloss / rows * (exp((logits - max) - log-sum) - onehot) in one read of the logits. Eager autograd
 runs log_softmax (max, exp-sum, subtract), a gather, a mean, and their backward kernels, each
 through memory.
 """
@@ -84,9 +86,10 @@ row_kernel(const T* __restrict__ logits, const int64_t* __restrict__ targets,
     }
     const MaxSum total = block_merge(acc, pairs);
     if (threadIdx.x == 0) {
-        const float shift = total.m + logf(total.s);
-        lse[blockIdx.x] = shift;
-        terms[blockIdx.x] = shift - static_cast<float>(row[targets[blockIdx.x]]);
+        const float log_sum = logf(total.s);
+        lse[2 * blockIdx.x] = total.m;
+        lse[2 * blockIdx.x + 1] = log_sum;
+        terms[blockIdx.x] = (total.m - static_cast<float>(row[targets[blockIdx.x]])) + log_sum;
     }
 }
 
@@ -106,11 +109,11 @@ grad_kernel(const T* __restrict__ logits, const int64_t* __restrict__ targets,
             const float* __restrict__ lse, const T* __restrict__ dloss, T* __restrict__ dlogits,
             int64_t rows, int64_t vocab) {
     const float scale = static_cast<float>(*dloss) / static_cast<float>(rows);
-    const float shift = lse[blockIdx.x];
+    const float row_max = lse[2 * blockIdx.x], log_sum = lse[2 * blockIdx.x + 1];
     const int64_t target = targets[blockIdx.x];
     const int64_t base = blockIdx.x * vocab;
     for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
-        const float p = expf(static_cast<float>(logits[base + j]) - shift);
+        const float p = expf((static_cast<float>(logits[base + j]) - row_max) - log_sum);
         dlogits[base + j] = static_cast<T>(scale * (p - (j == target ? 1.0f : 0.0f)));
     }
 }
@@ -129,7 +132,7 @@ std::vector<torch::Tensor> cross_entropy_forward(torch::Tensor logits, torch::Te
     const int64_t rows = lc.size(0), vocab = lc.size(1);
     TORCH_CHECK(rows > 0 && vocab > 0, "cross entropy needs at least one row and one class");
     auto loss = torch::empty({}, lc.options());
-    auto lse = torch::empty({rows}, lc.options().dtype(at::kFloat));
+    auto lse = torch::empty({rows, 2}, lc.options().dtype(at::kFloat));  // (max, log-sum)
     auto terms = torch::empty({rows}, lc.options().dtype(at::kFloat));
     auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, lc.scalar_type(), "cross_entropy", [&] {

@@ -2,7 +2,9 @@
 
 Forward: each thread keeps an online (max, sum of exp) over its strided share of the row in one
 read, the block merges the pairs with shuffles in a fixed order, and a second read writes
-y = x - logsumexp; the row's logsumexp (float32) is kept for the backward. Backward: one read of
+y = (x - max) - log(sum); the row's max and log-sum (float32) are kept apart for the backward:
+their float32 sum would be rounded at the max's magnitude (1e-4 near 500), an error the exp
+turns into a relative one on every probability. Backward: one read of
 dy sums it over the row, a second read of dy and x writes dx = dy - exp(x - lse) * sum(dy),
 recomputing the softmax from x in float32 rather than from the rounded output. Eager autograd
 runs the forward's max, exp-sum and subtraction passes and a separate backward kernel over the
@@ -82,12 +84,15 @@ forward_kernel(const T* __restrict__ x, T* __restrict__ y, float* __restrict__ l
         }
     }
     const MaxSum total = block_merge(acc, pairs);
-    const float shift = total.m + logf(total.s);
+    const float log_sum = logf(total.s);
     T* out = y + blockIdx.x * cols;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        out[j] = static_cast<T>(static_cast<float>(row[j]) - shift);
+        out[j] = static_cast<T>((static_cast<float>(row[j]) - total.m) - log_sum);
     }
-    if (threadIdx.x == 0) lse[blockIdx.x] = shift;
+    if (threadIdx.x == 0) {
+        lse[2 * blockIdx.x] = total.m;
+        lse[2 * blockIdx.x + 1] = log_sum;
+    }
 }
 
 template <typename T>
@@ -99,9 +104,9 @@ backward_kernel(const T* __restrict__ x, const float* __restrict__ lse, const T*
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) acc += static_cast<float>(dy[base + j]);
     const float total = block_sum(acc, sums);
-    const float shift = lse[blockIdx.x];
+    const float row_max = lse[2 * blockIdx.x], log_sum = lse[2 * blockIdx.x + 1];
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        const float p = expf(static_cast<float>(x[base + j]) - shift);
+        const float p = expf((static_cast<float>(x[base + j]) - row_max) - log_sum);
         dx[base + j] = static_cast<T>(static_cast<float>(dy[base + j]) - p * total);
     }
 }
@@ -117,7 +122,7 @@ std::vector<torch::Tensor> log_softmax_forward(torch::Tensor x) {
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
     const int64_t rows = xc.size(0), cols = xc.size(1);
-    auto lse = torch::empty({rows}, xc.options().dtype(at::kFloat));
+    auto lse = torch::empty({rows, 2}, xc.options().dtype(at::kFloat));  // (max, log-sum)
     if (rows == 0 || cols == 0) return {y, lse};
     auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "log_softmax", [&] {
