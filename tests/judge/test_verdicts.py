@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 import shutil
+import threading
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
+from gauntlet import settings
 from gauntlet.judge import judge
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import SCALE_ADD, with_spec
@@ -69,6 +72,41 @@ def test_verdict_records_where_its_time_went(tmp_path: Path) -> None:
         assert name in phases and phases[name] >= 0.0, phases
     steps = sum(v for k, v in phases.items() if k.startswith("reference."))
     assert steps <= phases["reference"] + 0.05
+
+
+def test_verdict_records_the_wait_for_the_devices_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gauntlet.judge import devicelock, python_backend
+
+    monkeypatch.setattr(settings, "CACHE_DIR", tmp_path / "cache")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another judgment holding the GPU
+        with devicelock.exclusive("cuda:7"):
+            holding.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(timeout=10)
+
+    def device_held(device: str) -> AbstractContextManager[float | None]:
+        threading.Timer(0.5, release.set).start()  # the holder finishes 0.5 s after we ask
+        return devicelock.exclusive("cuda:7")
+
+    monkeypatch.setattr(python_backend, "_device_held", device_held)
+    shutil.copyfile(CORPUS / "correct.py", tmp_path / "kernel.py")
+    verdict = judge(SCALE_ADD(), tmp_path, device="cpu")
+    holder.join(timeout=10)
+    assert verdict.status == "pass", verdict.reason
+    assert verdict.phases_s["device_wait"] >= 0.4, verdict.phases_s
+
+
+def test_a_device_without_a_lock_records_no_wait(tmp_path: Path) -> None:
+    shutil.copyfile(CORPUS / "correct.py", tmp_path / "kernel.py")
+    verdict = judge(SCALE_ADD(), tmp_path, device="cpu")
+    assert "device_wait" not in verdict.phases_s
 
 
 def _missing_element_7(baseline: str, by: str) -> str:

@@ -315,7 +315,10 @@ class _Evaluation:
                 if worker is not None:
                     worker.await_ready(started + STARTUP_S)
             phases: dict[str, float] = {"imports": time.monotonic() - started}
-            with _device_held(self.request.device):
+            with _device_held(self.request.device) as waited:
+                # Under `--parallel` most of a GPU judgment's wall time can be this wait.
+                if waited is not None:
+                    phases["device_wait"] = waited
                 # Another judgment of this task may have computed the references meanwhile.
                 if reference is not None and self._load_cached(missing, keys):
                     reference.close()
@@ -583,8 +586,11 @@ class _Evaluation:
         return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
 
 
-def _device_held(device: str) -> AbstractContextManager[object]:
-    """The GPU's lock (one judgment at a time per GPU); nothing to hold on other devices."""
+def _device_held(device: str) -> AbstractContextManager[float | None]:
+    """The GPU's lock (one judgment at a time per GPU), giving the seconds waited for it.
+
+    Nothing to hold on other devices (None).
+    """
     if device.startswith(("cuda", "rocm")):
         return devicelock.exclusive(device)
     return contextlib.nullcontext()
