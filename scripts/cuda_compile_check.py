@@ -10,6 +10,10 @@ the installed PyTorch's own flags for sm_90; CuPy sources are compiled as NVRTC 
 
     .venv/bin/python scripts/cuda_compile_check.py                 # every cuda task
     .venv/bin/python scripts/cuda_compile_check.py cuda2cuda/gemv  # some task ids
+    .venv/bin/python scripts/cuda_compile_check.py --resources cuda2cuda/gemv
+
+`--resources` also prints each kernel's registers and spills as ptxas reports them for sm_90:
+a spill or a register count that caps occupancy shows before a GPU is spent on the kernel.
 
 Exit status 1 when any file fails to compile, 2 when nvcc is missing.
 """
@@ -177,6 +181,8 @@ class FileResult:
     path: Path
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    resources: list[str] = field(default_factory=list)
+    """Per kernel: registers and spills (with `--resources`)."""
     units: int = 0
 
     @property
@@ -403,6 +409,8 @@ class Build:
 
     std: str
     stand_ins: list[str]
+    resources: bool = False
+    """Ask ptxas for each kernel's registers and spills."""
     cache: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -428,6 +436,8 @@ def check_file(task: Task, role: str, path: Path, build: Build) -> FileResult:
     ]
     result.units = len(units)
     for unit in units:
+        if build.resources and unit.command[0] == "nvcc":
+            unit.command = [*unit.command, "-Xptxas=-v"]
         result.errors += [f"{unit.label}: {p}" for p in unit.problems]
         try:
             rc, output = compile_unit(unit, build.cache)
@@ -437,9 +447,52 @@ def check_file(task: Task, role: str, path: Path, build: Build) -> FileResult:
         if rc != 0:
             body = "\n".join(_diagnostics(output, "error"))
             result.errors.append(f"{unit.label} (exit {rc}):\n{body}")
-        elif "warning" in output:
+            continue
+        result.resources += kernel_resources(output)
+        if "warning" in output:
             result.warnings.append(f"{unit.label}:\n" + "\n".join(_diagnostics(output, "warning")))
     return result
+
+
+PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+PTXAS_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
+
+
+def kernel_resources(output: str) -> list[str]:
+    """One line per kernel from ptxas's `-v` report: name, registers, spills."""
+    kernels: list[tuple[str, str, str]] = []  # (name, registers, spills)
+    for line in output.splitlines():
+        if entry := PTXAS_ENTRY.search(line):
+            kernels.append((entry.group(1), "?", "?"))
+        elif kernels and (spills := PTXAS_SPILLS.search(line)):
+            name, regs, _ = kernels[-1]
+            stores, loads = spills.groups()
+            kernels[-1] = (
+                name,
+                regs,
+                "none" if stores == loads == "0" else f"{stores} B stored, {loads} B loaded",
+            )
+        elif kernels and (used := PTXAS_REGISTERS.search(line)):
+            name, _, spilled = kernels[-1]
+            kernels[-1] = (name, used.group(1), spilled)
+    names = _demangle([name for name, _, _ in kernels])
+    return [
+        f"{shown}: {regs} registers, spills {spilled}"
+        for shown, (_, regs, spilled) in zip(names, kernels, strict=True)
+    ]
+
+
+def _demangle(names: list[str]) -> list[str]:
+    """C++ names as written (through c++filt when it is installed), else as mangled."""
+    tool = shutil.which("c++filt")
+    if not names or tool is None:
+        return names
+    proc = subprocess.run(
+        [tool], input="\n".join(names), capture_output=True, text=True, check=False
+    )
+    shown = proc.stdout.splitlines()
+    return shown if proc.returncode == 0 and len(shown) == len(names) else names
 
 
 def torch_std() -> str:
@@ -456,6 +509,7 @@ def iter_checks(
     jobs: int = 2,
     std: str | None = None,
     root: Path | None = None,
+    resources: bool = False,
 ) -> Iterator[FileResult]:
     """Compile every CUDA file of the given tasks (default: every `cuda` task), in order."""
     if shutil.which("nvcc") is None:
@@ -467,7 +521,7 @@ def iter_checks(
         for role, path in task_files(task)
     ]
     with tempfile.TemporaryDirectory(prefix="cuda-stand-ins-") as stand_in_dir:
-        build = Build(std or torch_std(), _stand_in_include(Path(stand_in_dir)))
+        build = Build(std or torch_std(), _stand_in_include(Path(stand_in_dir)), resources)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             yield from pool.map(lambda w: check_file(w[0], w[1], w[2], build), work)
 
@@ -494,10 +548,10 @@ def format_row(r: FileResult) -> str:
 
 
 def format_details(results: Sequence[FileResult], show_warnings: bool = False) -> str:
-    """Each failure's diagnostics (and warnings when asked), file by file."""
+    """Each failure's diagnostics (and warnings when asked, and kernel resources), file by file."""
     rows: list[str] = []
     for r in results:
-        notes = r.errors + (r.warnings if show_warnings else [])
+        notes = r.errors + (r.warnings if show_warnings else []) + r.resources
         if notes:
             rows.append(f"\n== {r.task_id} {r.role} ({r.path})")
             rows += notes
@@ -520,11 +574,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="C++ standard (default: the one the installed PyTorch builds with)",
     )
     parser.add_argument("--warnings", action="store_true", help="print compiler warnings too")
+    parser.add_argument(
+        "--resources",
+        action="store_true",
+        help="print each kernel's registers and spills for sm_90 (ptxas -v)",
+    )
     args = parser.parse_args(argv)
     print(HEADER, flush=True)
     results: list[FileResult] = []
     try:
-        for result in iter_checks(args.tasks, jobs=args.jobs, std=args.std):
+        for result in iter_checks(
+            args.tasks, jobs=args.jobs, std=args.std, resources=args.resources
+        ):
             print(format_row(result), flush=True)
             results.append(result)
     except FileNotFoundError as err:

@@ -36,3 +36,25 @@ def test_every_cuda_task_compiles() -> None:
     assert results, "no CUDA task files were found"
     failed = [r for r in results if not r.ok]
     assert not failed, check.format_results(failed)
+
+
+PTXAS_REPORT = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_Z10cached_vecIfEvPKT_PS0_l' for 'sm_90'
+ptxas info    : Function properties for _Z10cached_vecIfEvPKT_PS0_l
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 39 registers, used 1 barriers, 128 bytes smem, 384 bytes cmem[0]
+ptxas info    : Compiling entry function 'wide_kernel' for 'sm_90'
+ptxas info    : Function properties for wide_kernel
+    96 bytes stack frame, 64 bytes spill stores, 80 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 384 bytes cmem[0]
+"""
+
+
+def test_resources_reads_registers_and_spills_per_kernel() -> None:
+    check = _load_script()
+    lines = check.kernel_resources(PTXAS_REPORT)
+    assert len(lines) == 2
+    assert lines[0].endswith(": 39 registers, spills none")
+    assert "cached_vec" in lines[0]
+    assert lines[1] == "wide_kernel: 255 registers, spills 64 B stored, 80 B loaded"
