@@ -58,6 +58,21 @@ __host__ __forceinline__ bool aligned16(const void* p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
+// Visits i = start, start + step, ... below n with U loads in flight: with a stride known only
+// at run time nvcc keeps one load at a time in such a loop, which is latency-bound when there
+// are few rows (few blocks) to hide it. The order of the visits is unchanged.
+template <int U, typename F>
+__device__ __forceinline__ void strided(int64_t start, int64_t step, int64_t n, F&& f) {
+    int64_t i = start;
+    for (; i + (U - 1) * step < n; i += U * step) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) f(i + u * step);
+    }
+    for (; i < n; i += step) f(i);
+}
+
+constexpr int UNROLL = 8;  // loads in flight per thread on the re-reading paths
+
 constexpr int MAX_THREADS = 512;
 constexpr int MAXP = 4;  // 16-byte packs a thread keeps in registers
 
@@ -109,16 +124,16 @@ norm_vec(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
             }
         }
     } else {
-        for (int64_t p = threadIdx.x; p < packs; p += nt) {
+        strided<UNROLL>(threadIdx.x, nt, packs, [&](int64_t p) {
             const P v = row[p];
 #pragma unroll
             for (int e = 0; e < N; ++e) {
                 const float f = static_cast<float>(v.v[e]);
                 ss += f * f;
             }
-        }
+        });
         const float rstd = rsqrtf(block_reduce<false>(ss, red) / static_cast<float>(cols) + eps);
-        for (int64_t p = threadIdx.x; p < packs; p += nt) {
+        strided<UNROLL>(threadIdx.x, nt, packs, [&](int64_t p) {
             const P v = row[p];
             const P wv = wp[p];
             P o;
@@ -128,7 +143,7 @@ norm_vec(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
                                                static_cast<float>(wv.v[e]));
             }
             out[p] = o;
-        }
+        });
     }
 }
 
@@ -140,14 +155,14 @@ norm_scalar(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w,
     const scalar_t* row = x + blockIdx.x * cols;
     scalar_t* out = y + blockIdx.x * cols;
     float ss = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    strided<UNROLL>(threadIdx.x, blockDim.x, cols, [&](int64_t j) {
         const float f = static_cast<float>(row[j]);
         ss += f * f;
-    }
+    });
     const float rstd = rsqrtf(block_reduce<false>(ss, red) / static_cast<float>(cols) + eps);
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    strided<UNROLL>(threadIdx.x, blockDim.x, cols, [&](int64_t j) {
         out[j] = static_cast<scalar_t>(static_cast<float>(row[j]) * rstd * static_cast<float>(w[j]));
-    }
+    });
 }
 
 // Threads for one row: about MAXP packs (or elements) each, a multiple of 32 in [64, 512].
