@@ -21,6 +21,37 @@ _CUDA = r"""
 #include <cmath>
 #include <cstdint>
 
+// Visits i = start, start + step, ... below n with U loads in flight: with a stride known only
+// at run time nvcc keeps one load at a time in such a loop, which is latency-bound when there
+// are few rows (few blocks) to hide it. The order of the visits is unchanged.
+template <int U, typename F>
+__device__ __forceinline__ void strided(int64_t start, int64_t step, int64_t n, F&& f) {
+    int64_t i = start;
+    for (; i + (U - 1) * step < n; i += U * step) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) f(i + u * step);
+    }
+    for (; i < n; i += step) f(i);
+}
+
+// The same over values: all U loads first, then `use` on each in order. A branch in `use`
+// (the online max below) would otherwise keep nvcc from issuing the next load early.
+template <int U, typename Load, typename Use>
+__device__ __forceinline__ void strided_values(int64_t start, int64_t step, int64_t n, Load&& load,
+                                               Use&& use) {
+    int64_t i = start;
+    for (; i + (U - 1) * step < n; i += U * step) {
+        float v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = load(i + u * step);
+#pragma unroll
+        for (int u = 0; u < U; ++u) use(v[u]);
+    }
+    for (; i < n; i += step) use(load(i));
+}
+
+constexpr int UNROLL = 8;  // loads in flight per thread
+
 struct MaxSum {
     float m, s;  // running max and sum of exp(v - m)
 };
@@ -74,16 +105,16 @@ row_kernel(const T* __restrict__ logits, const int64_t* __restrict__ targets,
     __shared__ MaxSum pairs[32];
     const T* row = logits + blockIdx.x * vocab;
     MaxSum acc{-INFINITY, 0.0f};
-    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
-        // One exp an element: the sum is rescaled only when the max moves (rarely).
-        const float v = static_cast<float>(row[j]);
+    // One exp an element: the sum is rescaled only when the max moves (rarely).
+    const auto load = [&](int64_t j) { return static_cast<float>(row[j]); };
+    strided_values<UNROLL>(threadIdx.x, blockDim.x, vocab, load, [&](float v) {
         if (v > acc.m) {
             acc.s = acc.s * expf(acc.m - v) + 1.0f;
             acc.m = v;
         } else if (acc.m != -INFINITY) {
             acc.s += expf(v - acc.m);
         }
-    }
+    });
     const MaxSum total = block_merge(acc, pairs);
     if (threadIdx.x == 0) {
         const float log_sum = logf(total.s);
@@ -98,7 +129,7 @@ __global__ void __launch_bounds__(1024)
 mean_kernel(const float* __restrict__ terms, T* __restrict__ loss, int64_t rows) {
     __shared__ float sums[32];
     float acc = 0.0f;
-    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) acc += terms[r];
+    strided<UNROLL>(threadIdx.x, blockDim.x, rows, [&](int64_t r) { acc += terms[r]; });
     const float total = block_sum(acc, sums);
     if (threadIdx.x == 0) *loss = static_cast<T>(total / static_cast<float>(rows));
 }
@@ -112,10 +143,10 @@ grad_kernel(const T* __restrict__ logits, const int64_t* __restrict__ targets,
     const float row_max = lse[2 * blockIdx.x], log_sum = lse[2 * blockIdx.x + 1];
     const int64_t target = targets[blockIdx.x];
     const int64_t base = blockIdx.x * vocab;
-    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
+    strided<UNROLL>(threadIdx.x, blockDim.x, vocab, [&](int64_t j) {
         const float p = expf((static_cast<float>(logits[base + j]) - row_max) - log_sum);
         dlogits[base + j] = static_cast<T>(scale * (p - (j == target ? 1.0f : 0.0f)));
-    }
+    });
 }
 
 static int threads_for(int64_t cols) {
