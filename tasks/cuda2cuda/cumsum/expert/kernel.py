@@ -8,7 +8,9 @@
    the block scans the thread totals (shuffle scan in warps, then over warp totals), adds the
    chunk's offset and writes.
 Every row is spread over all SMs however few rows there are; x is read twice and y written once.
-All orders are fixed, so results repeat bitwise.
+From 512 rows (enough blocks to fill the GPU) or for rows of one chunk, row_scan instead gives
+each row one block that scans its chunks in turn with a carry: one launch, x read once.
+The path and all orders depend on the shape only, so results repeat bitwise.
 """
 
 import torch
@@ -124,14 +126,13 @@ __global__ void scan_sums(float* __restrict__ sums, int chunks, int rows) {
     }
 }
 
+// Scans entries [start, start + CHUNK) of one row (those below `length`), each thread 16
+// consecutive ones in registers, plus `offset`; returns the chunk's total.
 template <typename scalar_t>
-__global__ void chunk_scan(const scalar_t* __restrict__ x, const float* __restrict__ offsets,
-                           scalar_t* __restrict__ y, int64_t length, int chunks) {
-    __shared__ float tot[32];
-    const int64_t row = blockIdx.y;
-    const int64_t first = static_cast<int64_t>(blockIdx.x) * CHUNK + threadIdx.x * PER_THREAD;
-    const scalar_t* p = x + row * length;
-    scalar_t* q = y + row * length;
+__device__ __forceinline__ float scan_chunk(const scalar_t* __restrict__ p, scalar_t* __restrict__ q,
+                                            int64_t start, int64_t length, float offset,
+                                            float* tot) {
+    const int64_t first = start + threadIdx.x * PER_THREAD;
     float v[PER_THREAD];
     float run = 0.0f;
 #pragma unroll
@@ -142,13 +143,36 @@ __global__ void chunk_scan(const scalar_t* __restrict__ x, const float* __restri
     }
     float total;
     const float incl = block_scan(run, tot, total);
-    const float base = offsets[row * chunks + blockIdx.x] + (incl - run);
+    const float base = offset + (incl - run);
 #pragma unroll
     for (int e = 0; e < PER_THREAD; ++e) {
         const int64_t j = first + e;
         if (j < length) q[j] = static_cast<scalar_t>(base + v[e]);
     }
+    return total;
 }
+
+template <typename scalar_t>
+__global__ void chunk_scan(const scalar_t* __restrict__ x, const float* __restrict__ offsets,
+                           scalar_t* __restrict__ y, int64_t length, int chunks) {
+    __shared__ float tot[32];
+    const int64_t row = blockIdx.y;
+    scan_chunk(x + row * length, y + row * length, static_cast<int64_t>(blockIdx.x) * CHUNK, length,
+               offsets[row * chunks + blockIdx.x], tot);
+}
+
+// One block per row, chunk after chunk with a carry.
+template <typename scalar_t>
+__global__ void row_scan(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t length) {
+    __shared__ float tot[32];
+    const int64_t row = blockIdx.x;
+    float carry = 0.0f;
+    for (int64_t start = 0; start < length; start += CHUNK) {
+        carry += scan_chunk(x + row * length, y + row * length, start, length, carry, tot);
+    }
+}
+
+constexpr int64_t MANY_ROWS = 512;
 
 torch::Tensor cumsum(torch::Tensor x) {
     TORCH_CHECK(x.is_cuda() && x.dim() == 2, "a 2-D CUDA tensor");
@@ -158,8 +182,16 @@ torch::Tensor cumsum(torch::Tensor x) {
     if (rows == 0 || length == 0) return y;
     TORCH_CHECK(rows <= 65535, "at most 65535 rows");
     const int chunks = static_cast<int>((length + CHUNK - 1) / CHUNK);
-    auto sums = torch::empty({rows, chunks}, xc.options().dtype(torch::kFloat32));
     auto stream = at::cuda::getCurrentCUDAStream();
+    if (chunks == 1 || rows >= MANY_ROWS) {
+        DISPATCH_FLOATS(xc.scalar_type(), "cumsum", [&] {
+            row_scan<scalar_t><<<rows, THREADS, 0, stream>>>(
+                xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), length);
+        });
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        return y;
+    }
+    auto sums = torch::empty({rows, chunks}, xc.options().dtype(torch::kFloat32));
     dim3 grid(chunks, rows);
     DISPATCH_FLOATS(xc.scalar_type(), "cumsum", [&] {
         chunk_sums<scalar_t><<<grid, THREADS, 0, stream>>>(
