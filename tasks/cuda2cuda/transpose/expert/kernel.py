@@ -3,7 +3,9 @@
 A block of 32 x 8 threads moves one 32 x 32 tile: it reads the tile row by row (coalesced),
 stores it in shared memory with one column of padding (no bank conflicts on the transposed
 read), and writes the transposed tile row by row (coalesced again). Each thread moves four
-elements; the batch is the grid's z dimension (chunked when above 65535).
+elements; the batch is the grid's z dimension (chunked when above 65535). With one row or one
+column the transpose keeps the input's memory order, so it is a plain copy, one element a thread
+(tiles would leave 31 of 32 threads idle).
 """
 
 import torch
@@ -82,14 +84,30 @@ __global__ void transpose_tiled(const scalar_t* __restrict__ x, scalar_t* __rest
     }
 }
 
+// rows == 1 or cols == 1: x and its transpose have the same memory order.
+template <typename scalar_t>
+__global__ void copy_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+
 torch::Tensor transpose(torch::Tensor x) {
     TORCH_CHECK(x.is_cuda() && x.dim() == 3, "a 3-D CUDA tensor");
     auto xc = x.contiguous();
     const int64_t batch = xc.size(0), rows = xc.size(1), cols = xc.size(2);
     auto y = torch::empty({batch, cols, rows}, xc.options());
     if (xc.numel() == 0) return y;
-    TORCH_CHECK((rows + TILE - 1) / TILE <= 65535, "at most 65535 * 32 rows");
     auto stream = at::cuda::getCurrentCUDAStream();
+    if (rows == 1 || cols == 1) {
+        const int64_t n = xc.numel();
+        DISPATCH_FLOATS(xc.scalar_type(), "transpose_copy", [&] {
+            copy_kernel<scalar_t><<<(n + 255) / 256, 256, 0, stream>>>(
+                xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n);
+        });
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        return y;
+    }
+    TORCH_CHECK((rows + TILE - 1) / TILE <= 65535, "at most 65535 * 32 rows");
     dim3 threads(TILE, ROWS);
     DISPATCH_FLOATS(xc.scalar_type(), "transpose", [&] {
         for (int64_t b0 = 0; b0 < batch; b0 += 65535) {
