@@ -139,10 +139,10 @@ def _overflowing_outputs(task: Task, draw: Draw, reference: Reference) -> list[s
         if not dtype.is_floating_point:
             continue
         limit = torch.finfo(dtype).max
+        seed = derive_seed(CHECK_SEED, task.task_id, config.name)
         for dist in task.spec.inputs.distributions:
             if dist == "special":
                 continue
-            seed = derive_seed(CHECK_SEED, task.task_id, config.name)
             for i, out in enumerate(reference(draw(config, seed, dist))):
                 if out.dtype.kind == "f" and out.size and not (np.abs(out) <= limit).all():
                     worst = float(np.nanmax(np.abs(out)))

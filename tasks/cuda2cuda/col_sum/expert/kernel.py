@@ -21,45 +21,6 @@ _CUDA = r"""
 #define DISPATCH_FLOATS(TYPE, NAME, ...) \
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, TYPE, NAME, __VA_ARGS__)
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-// Sum (or max) over the block; every thread gets the same value. `red` holds 32 floats.
-template <bool MAX>
-__device__ __forceinline__ float block_reduce(float v, float* red) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int warps = (blockDim.x + 31) >> 5;
-    v = MAX ? warp_max(v) : warp_sum(v);
-    __syncthreads();
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        float w = lane < warps ? red[lane] : (MAX ? -INFINITY : 0.0f);
-        w = MAX ? warp_max(w) : warp_sum(w);
-        if (lane == 0) red[0] = w;
-    }
-    __syncthreads();
-    return red[0];
-}
-
-// 16 bytes of T: vectorized loads and stores.
-template <typename T>
-struct alignas(16) Pack {
-    static constexpr int N = 16 / sizeof(T);
-    T v[N];
-};
-
-__host__ __forceinline__ bool aligned16(const void* p) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 constexpr int TX = 32, TY = 16;
 constexpr int64_t CHUNK_ROWS = 1024;
 

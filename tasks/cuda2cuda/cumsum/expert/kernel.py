@@ -52,17 +52,6 @@ __device__ __forceinline__ float block_reduce(float v, float* red) {
     return red[0];
 }
 
-// 16 bytes of T: vectorized loads and stores.
-template <typename T>
-struct alignas(16) Pack {
-    static constexpr int N = 16 / sizeof(T);
-    T v[N];
-};
-
-__host__ __forceinline__ bool aligned16(const void* p) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 constexpr int THREADS = 256;
 constexpr int PER_THREAD = 16;
 constexpr int CHUNK = THREADS * PER_THREAD;
