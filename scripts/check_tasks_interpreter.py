@@ -90,6 +90,7 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"rows": 6, "cols": 200, "dtype": "float32"},
         {"rows": 9, "cols": 1500, "dtype": "bfloat16"},
         {"rows": 300, "cols": 40, "dtype": "float16"},
+        {"rows": 5, "cols": 9000, "dtype": "float32"},
     ],
     "triton2triton/rope": [
         {"batch": 2, "seq": 5, "q_heads": 4, "kv_heads": 2, "head_dim": 64, "dtype": "float32"},
