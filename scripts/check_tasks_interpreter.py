@@ -96,6 +96,14 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"batch": 2, "seq": 5, "q_heads": 4, "kv_heads": 2, "head_dim": 64, "dtype": "float32"},
         {"batch": 1, "seq": 3, "q_heads": 3, "kv_heads": 1, "head_dim": 128, "dtype": "bfloat16"},
     ],
+    "torch2triton/moe_combine": [
+        {"tokens": 7, "topk": 2, "dim": 100, "dtype": "float32"},
+        {"tokens": 5, "topk": 3, "dim": 1500, "dtype": "bfloat16"},
+    ],
+    "torch2triton/rope": [
+        {"batch": 2, "seq": 5, "q_heads": 4, "kv_heads": 2, "head_dim": 64, "dtype": "float32"},
+        {"batch": 1, "seq": 3, "q_heads": 3, "kv_heads": 1, "head_dim": 128, "dtype": "bfloat16"},
+    ],
     "torch2triton/swiglu_backward": [
         {"rows": 5, "ffn_dim": 300, "dtype": "float32"},
         {"rows": 3, "ffn_dim": 2100, "dtype": "bfloat16"},
