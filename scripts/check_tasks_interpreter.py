@@ -1,12 +1,16 @@
-"""Check GPU-suite tasks on this CPU machine, through Triton's interpreter, at tiny sizes.
+"""Check GPU-suite tasks on this CPU machine, at tiny sizes: Triton's through its interpreter.
 
 The GPU tasks (`devices = ["cuda"]`) have shapes that fill a GPU and would take hours in the
 interpreter. This script loads each task as shipped (so its task.toml is validated), swaps its
-configs for the tiny ones listed in TINY below (all visible, one trial each), and runs the real
-task checks (`gauntlet.taskcheck.check_task`) on the `cpu` device: the baseline and the expert
-pass the real judge against the float64 reference, under every distribution of the task, with
-the static guards and the ATen dispatch watch; the reference is non-degenerate. It does not
-time anything: speed is checked on a GPU.
+configs for the tiny ones listed in TINY below (all visible, one trial each), and runs the task
+checks (`gauntlet.taskcheck`) on the `cpu` device. Triton tasks get all of them: the baseline
+and the expert pass the real judge against the float64 reference, under every distribution of
+the task, with the static guards and the ATen dispatch watch, and the reference is
+non-degenerate. CUDA tasks, whose kernels need a GPU, get the reference checks only (output not
+constant, not near zero, changed by every input, zero and identity outputs fail, within the
+dtype's range); their baselines and experts are judged by the GPU suite run. Nothing is timed:
+speed is checked on a GPU. `tests/test_gpu_task_references.py` runs the reference checks of
+every task in the `gpu` suite from the same TINY configs, in CI.
 
 Triton 3.9's interpreter computes tl.dot on bfloat16 operands wrongly (it reads their bits as
 float16), so tasks whose kernels use tl.dot are checked here in float16 (and float32) only; the
@@ -23,8 +27,9 @@ import time
 from pathlib import Path
 
 from gauntlet.errors import TaskFormatError
+from gauntlet.suites import select
 from gauntlet.task import Config, ConfigsSpec, HiddenSpec, Task, load_task
-from gauntlet.taskcheck import check_task
+from gauntlet.taskcheck import CheckResult, check_task, reference_checks
 
 ROOT = Path(__file__).resolve().parents[1] / "tasks"
 
@@ -181,7 +186,74 @@ TINY: dict[str, list[dict[str, object]]] = {
         {"batch": 2, "seq": 20, "heads": 2, "head_dim": 32, "dtype": "float16"},
         {"batch": 1, "seq": 140, "heads": 3, "head_dim": 96, "dtype": "float16"},
     ],
+    "cuda2cuda/matmul": [
+        {"M": 40, "N": 72, "K": 48, "dtype": "float16"},
+        {"M": 33, "N": 17, "K": 70, "dtype": "bfloat16"},
+    ],
+    "cuda2cuda/log_softmax": [
+        {"rows": 5, "cols": 300, "dtype": "float32"},
+        {"rows": 3, "cols": 9000, "dtype": "bfloat16"},
+        {"rows": 2, "cols": 17, "dtype": "float16"},
+    ],
+    "cuda2cuda/cumsum": [
+        {"rows": 2, "length": 5000, "dtype": "float32"},
+        {"rows": 3, "length": 77, "dtype": "bfloat16"},
+    ],
+    "cuda2cuda/swiglu": [
+        {"rows": 5, "ffn_dim": 300, "dtype": "float32"},
+        {"rows": 3, "ffn_dim": 2100, "dtype": "bfloat16"},
+    ],
+    "cuda2cuda/rmsnorm": [
+        {"rows": 6, "cols": 200, "dtype": "float32"},
+        {"rows": 9, "cols": 1500, "dtype": "bfloat16"},
+        {"rows": 3, "cols": 77, "dtype": "float16"},
+    ],
+    "cuda2cuda/layer_norm": [
+        {"rows": 6, "cols": 200, "dtype": "float32"},
+        {"rows": 9, "cols": 1500, "dtype": "bfloat16"},
+        {"rows": 3, "cols": 77, "dtype": "float16"},
+    ],
+    "cuda2cuda/transpose": [
+        {"batch": 2, "rows": 33, "cols": 70, "dtype": "float32"},
+        {"batch": 1, "rows": 5, "cols": 1000, "dtype": "float16"},
+        {"batch": 3, "rows": 17, "cols": 9, "dtype": "bfloat16"},
+    ],
+    "cuda2cuda/col_sum": [
+        {"rows": 37, "cols": 129, "dtype": "float32"},
+        {"rows": 5, "cols": 1000, "dtype": "bfloat16"},
+    ],
+    "cuda2cuda/gemv": [
+        {"rows": 33, "cols": 70, "dtype": "float32"},
+        {"rows": 5, "cols": 1000, "dtype": "float16"},
+        {"rows": 9, "cols": 129, "dtype": "bfloat16"},
+    ],
+    "cuda2cuda/embedding": [
+        {"vocab": 50, "dim": 33, "tokens": 17, "dtype": "float32"},
+        {"vocab": 20, "dim": 128, "tokens": 5, "dtype": "bfloat16"},
+        {"vocab": 7, "dim": 3, "tokens": 40, "dtype": "float16"},
+    ],
 }
+
+
+def tiny_configs(task_id: str) -> list[dict[str, object]]:
+    """TINY's configs for a task; a torch2cuda task shares those of its PyTorch twin (the same
+    reference, inputs and configs in torch2triton, or in triton2triton)."""
+    if task_id in TINY:
+        return TINY[task_id]
+    track, name = task_id.split("/", 1)
+    if track == "torch2cuda":
+        for twin in (f"torch2triton/{name}", f"triton2triton/{name}"):
+            if twin in TINY:
+                return TINY[twin]
+    raise KeyError(f"{task_id}: no tiny configs in scripts/check_tasks_interpreter.py TINY")
+
+
+def checks(task: Task, tiny: list[dict[str, object]]) -> list[CheckResult]:
+    """Every task check on the CPU for a Triton task; the reference checks for a CUDA task."""
+    small = tiny_task(task, tiny)
+    if task.spec.submission.language == "cuda":
+        return reference_checks(small)
+    return check_task(small, device="cpu")
 
 
 def tiny_task(task: Task, tiny: list[dict[str, object]]) -> Task:
@@ -196,8 +268,8 @@ def tiny_task(task: Task, tiny: list[dict[str, object]]) -> Task:
 
 
 def main(argv: list[str]) -> int:
-    """Check the named tasks (default: all of TINY); exit 1 if any check fails."""
-    ids = argv or sorted(TINY)
+    """Check the named tasks (default: every task of the `gpu` suite); exit 1 if any fails."""
+    ids = argv or [task.task_id for task in select("gpu", root=ROOT)]
     failed = 0
     for task_id in ids:
         try:
@@ -207,7 +279,7 @@ def main(argv: list[str]) -> int:
             print(f"FAIL {task_id:40s} {'task.toml loads':32s} {err}")
             continue
         started = time.monotonic()
-        results = check_task(tiny_task(task, TINY[task_id]), device="cpu")
+        results = checks(task, tiny_configs(task_id))
         elapsed = time.monotonic() - started
         for result in results:
             mark = "ok  " if result.ok else "FAIL"

@@ -6,13 +6,13 @@ import shutil
 from pathlib import Path
 
 from gauntlet.task import load_task
-from gauntlet.taskcheck import _reference_checks
+from gauntlet.taskcheck import reference_checks
 
 FIXTURE = Path(__file__).parent / "support" / "tasks" / "triton2triton" / "scale_add"
 
 
 def _fits(task_dir: Path) -> tuple[bool, str]:
-    results = {r.name: r for r in _reference_checks(load_task(task_dir))}
+    results = {r.name: r for r in reference_checks(load_task(task_dir))}
     fits = results["output fits its dtype"]
     return fits.ok, fits.detail
 

@@ -50,7 +50,7 @@ def check_task(task: Task, device: str | None = None) -> list[CheckResult]:
     if chosen is None:
         return [CheckResult("device", False, f"no device here runs {task.spec.device_kinds()}")]
     results = [_judged(task, "baseline passes", task.baseline_files(), chosen)]
-    results += _reference_checks(task)
+    results += reference_checks(task)
     expert = task.expert_files()
     if expert is not None:
         expert_result = _judged(task, "expert passes", expert, chosen)
@@ -76,7 +76,11 @@ def _judged(task: Task, name: str, files: dict[str, str], device: str) -> CheckR
     return CheckResult(name, True, f"{len(verdict.configs)} configs correct{timed}")
 
 
-def _reference_checks(task: Task) -> list[CheckResult]:
+def reference_checks(task: Task) -> list[CheckResult]:
+    """The checks on the task's own reference and inputs, on this machine's CPU.
+
+    No submission and no device: they run whatever devices the task declares.
+    """
     draw, reference = (
         _asm_reference(task) if task.spec.submission.language == "asm" else _python_reference(task)
     )
