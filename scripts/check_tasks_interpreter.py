@@ -274,12 +274,13 @@ def main(argv: list[str]) -> int:
     for task_id in ids:
         try:
             task = load_task(ROOT / task_id, expected_id=task_id)
-        except TaskFormatError as err:
+            tiny = tiny_configs(task_id)
+        except (TaskFormatError, KeyError) as err:
             failed += 1
-            print(f"FAIL {task_id:40s} {'task.toml loads':32s} {err}")
+            print(f"FAIL {task_id:40s} {'task.toml loads, tiny configs':32s} {err}")
             continue
         started = time.monotonic()
-        results = checks(task, tiny_configs(task_id))
+        results = checks(task, tiny)
         elapsed = time.monotonic() - started
         for result in results:
             mark = "ok  " if result.ok else "FAIL"
