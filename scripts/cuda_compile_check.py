@@ -461,25 +461,21 @@ PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
 
 def kernel_resources(output: str) -> list[str]:
     """One line per kernel from ptxas's `-v` report: name, registers, spills."""
-    kernels: list[tuple[str, str, str]] = []  # (name, registers, spills)
+    names: list[str] = []
+    registers: dict[int, str] = {}  # by kernel index: what ptxas reports after its entry line
+    spills: dict[int, str] = {}
     for line in output.splitlines():
         if entry := PTXAS_ENTRY.search(line):
-            kernels.append((entry.group(1), "?", "?"))
-        elif kernels and (spills := PTXAS_SPILLS.search(line)):
-            name, regs, _ = kernels[-1]
-            stores, loads = spills.groups()
-            kernels[-1] = (
-                name,
-                regs,
-                "none" if stores == loads == "0" else f"{stores} B stored, {loads} B loaded",
-            )
-        elif kernels and (used := PTXAS_REGISTERS.search(line)):
-            name, _, spilled = kernels[-1]
-            kernels[-1] = (name, used.group(1), spilled)
-    names = _demangle([name for name, _, _ in kernels])
+            names.append(entry.group(1))
+        elif names and (found := PTXAS_SPILLS.search(line)):
+            stores, loads = found.groups()
+            spilled = "none" if stores == loads == "0" else f"{stores} B stored, {loads} B loaded"
+            spills[len(names) - 1] = spilled
+        elif names and (used := PTXAS_REGISTERS.search(line)):
+            registers[len(names) - 1] = used.group(1)
     return [
-        f"{shown}: {regs} registers, spills {spilled}"
-        for shown, (_, regs, spilled) in zip(names, kernels, strict=True)
+        f"{shown}: {registers.get(i, '?')} registers, spills {spills.get(i, '?')}"
+        for i, shown in enumerate(_demangle(names))
     ]
 
 

@@ -202,10 +202,10 @@ class LayerNormFunction(torch.autograd.Function):
         dy = dy.contiguous()
         rows, cols = x.shape
         block_n = triton.next_power_of_2(cols)
-        block_m = max(1, min(16, 2048 // block_n))
-        warps = 4 if block_m * block_n <= 2048 else 8 if block_m * block_n <= 8192 else 16
         dx = torch.empty_like(x)
         if block_n <= FUSED_MAX_BLOCK_N:
+            block_m = max(1, min(16, 2048 // block_n))
+            warps = 4 if block_m * block_n <= 2048 else 8 if block_m * block_n <= 8192 else 16
             parts = min(triton.cdiv(rows, block_m), MAX_PROGRAMS)
             dw_part = torch.empty((parts, cols), dtype=torch.float32, device=x.device)
             db_part = torch.empty((parts, cols), dtype=torch.float32, device=x.device)
