@@ -94,7 +94,12 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "takes submissions in 'triton'",
     ),
     "empty hidden": (
-        edit('fixed = [{ name = "H1", n = 3001, dtype = "float32" }]\ncount = 1', "count = 0"),
+        edit(
+            'fixed = [\n  { name = "H1", n = 3001, dtype = "float32" },\n'
+            '  { name = "H2", n = 5000, dtype = "float32" },\n'
+            '  { name = "H3", n = 1, dtype = "float32" },\n]\ncount = 1',
+            "count = 0",
+        ),
         "configs.hidden",
         "hidden configs need",
     ),
@@ -153,10 +158,10 @@ def test_id_must_match_the_folder(task_dir: Path) -> None:
 def test_hidden_configs_are_drawn_deterministically_and_differ_by_seed() -> None:
     task = SCALE_ADD()
     first = task.hidden_configs(seed=1)
-    assert [c.name for c in first] == ["H1", "drawn-1"]
+    assert [c.name for c in first] == ["H1", "H2", "H3", "drawn-1"]
     assert all(c.hidden for c in first)
     assert first == task.hidden_configs(seed=1)
-    drawn = {task.hidden_configs(seed=s)[1].params["n"] for s in range(20)}
+    drawn = {task.hidden_configs(seed=s)[-1].params["n"] for s in range(20)}
     assert len(drawn) > 10
     assert all(1 <= n <= 5000 for n in drawn)
 
@@ -165,4 +170,4 @@ def test_constraint_limits_drawn_configs(task_dir: Path) -> None:
     edit("count = 1\n", 'count = 5\nconstraint = "n % 2 == 1"\n')(task_dir)
     task = load_task(task_dir)
     for seed in range(5):
-        assert all(c.params["n"] % 2 == 1 for c in task.hidden_configs(seed)[1:])
+        assert all(c.params["n"] % 2 == 1 for c in task.hidden_configs(seed)[3:])

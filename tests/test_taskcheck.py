@@ -1,12 +1,15 @@
-"""The task checks' reference checks on a fixture task, unchanged and broken on purpose."""
+"""The task checks on a fixture task, unchanged and broken on purpose, and on every shipped task."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+import pytest
+
+from gauntlet import suites
 from gauntlet.task import load_task
-from gauntlet.taskcheck import reference_checks
+from gauntlet.taskcheck import DOMAIN_CHECK, CheckResult, domain_reach, reference_checks
 
 FIXTURE = Path(__file__).parent / "support" / "tasks" / "triton2triton" / "scale_add"
 
@@ -44,3 +47,111 @@ def test_an_output_beyond_float16_is_named_with_its_config_and_distribution(
     assert not ok
     assert detail.startswith("H1 (float16) uniform inputs: output 0 reaches 9.9")
     assert "normal" not in detail
+
+
+# -- The fixed hidden configs reach the extremes of the hidden domain -----------------------
+
+FIXED = (
+    'fixed = [\n  { name = "H1", n = 3001, dtype = "float32" },\n'
+    '  { name = "H2", n = 5000, dtype = "float32" },\n'
+    '  { name = "H3", n = 1, dtype = "float32" },\n]'
+)
+SHORT = 'fixed = [{ name = "H1", n = 3001, dtype = "float32" }]'
+DOMAIN = "n = { min = 1, max = 5000 }"
+
+
+def _reach(tmp_path: Path, fixed: str = FIXED, domain: str = DOMAIN, **more: str) -> CheckResult:
+    """The domain check on the fixture with its fixed hidden configs and domain replaced."""
+    task = tmp_path / "scale_add"
+    shutil.copytree(FIXTURE, task, dirs_exist_ok=True)
+    toml = task / "task.toml"
+    text = (FIXTURE / "task.toml").read_text().replace(FIXED, fixed).replace(DOMAIN, domain)
+    for old, new in more.items():
+        text = text.replace(old, new)
+    toml.write_text(text)
+    return domain_reach(load_task(task))
+
+
+def _fixed(*configs: str) -> str:
+    return (
+        "fixed = [" + ", ".join(f'{{ name = "H{i}", {c} }}' for i, c in enumerate(configs, 1)) + "]"
+    )
+
+
+def test_fixed_configs_that_stop_short_of_the_domains_max_fail_naming_what_to_add(
+    tmp_path: Path,
+) -> None:
+    # One fixed config, n = 3001, in a domain up to 5000.
+    result = _reach(tmp_path, SHORT)
+    assert result.name == DOMAIN_CHECK and not result.ok
+    assert (
+        "task 'triton2triton/scale_add' parameter 'n': the domain reaches 5000 (its max) but "
+        "the largest fixed hidden value is 3001; add a config to configs.hidden.fixed, or "
+        "change one, with n >= 4500, or lower the domain's max" in result.detail
+    )
+    assert "the domain starts at 1 but the smallest fixed hidden value is 3001" in result.detail
+
+
+def test_fixed_configs_at_both_ends_of_the_domain_pass(tmp_path: Path) -> None:
+    fixed = _fixed('n = 3001, dtype = "float32"', "n = 4500", "n = 1")
+    assert _reach(tmp_path, fixed) == CheckResult(DOMAIN_CHECK, True, "")
+    # Beyond the domain counts as reaching it; a tenth below the max does not.
+    assert _reach(tmp_path, _fixed("n = 6000", "n = 1")).ok
+    assert not _reach(tmp_path, _fixed("n = 4499", "n = 1")).ok
+    assert not _reach(tmp_path, _fixed("n = 5000", "n = 2")).ok
+
+
+def test_the_extreme_is_the_largest_size_the_constraint_admits(tmp_path: Path) -> None:
+    capped = {"count = 1\n": 'count = 1\nconstraint = "n * itemsize <= 12004"\n'}
+    dtypes = 'dtype = { values = ["float32"] }'
+    fixed = _fixed('n = 3001, dtype = "float32"', 'n = 1, dtype = "float32"')
+    # float32 only: n * 4 <= 12004 stops n at 3001, which the fixed set reaches.
+    assert _reach(tmp_path / "a", fixed, f"{DOMAIN}\n{dtypes}", **capped).ok
+    # With float16 also allowed, n = 5000 (float16) is admitted: 3001 falls short.
+    both = 'dtype = { values = ["float32", "float16"] }'
+    short = _reach(tmp_path / "b", fixed, f"{DOMAIN}\n{both}", **capped)
+    assert "parameter 'n': the domain reaches 5000 (its max)" in short.detail
+    # Without float16 in the range the constraint stops n below the max, and says so.
+    upto = {"count = 1\n": 'count = 1\nconstraint = "n <= 4000"\n'}
+    low = _reach(tmp_path / "c", _fixed("n = 3001", "n = 1"), **upto)
+    assert "reaches 4000 (the largest value its constraint admits)" in low.detail
+
+
+def test_every_dtype_and_choice_of_the_domain_is_in_some_fixed_config(tmp_path: Path) -> None:
+    dtypes = 'dtype = { values = ["float32", "float16"] }'
+    domain = f"{DOMAIN}\n{dtypes}\nfast = {{ values = [true, false] }}"
+    ends = ['n = 5000, dtype = "float32", fast = true', 'n = 1, dtype = "float32", fast = true']
+    result = _reach(tmp_path / "a", _fixed(*ends), domain)
+    assert not result.ok
+    assert (
+        "parameter 'dtype': the domain's value 'float16' is in no fixed hidden config; add a "
+        "config to configs.hidden.fixed, or change one, with dtype = 'float16'" in result.detail
+    )
+    assert (
+        "parameter 'fast': the domain's value False is in no fixed hidden config" in result.detail
+    )
+    every = [*ends, 'n = 3001, dtype = "float16", fast = false']
+    assert _reach(tmp_path / "b", _fixed(*every), domain).ok
+
+
+def test_a_numeric_list_of_the_domain_needs_its_smallest_and_largest_value(
+    tmp_path: Path,
+) -> None:
+    domain = f"{DOMAIN}\nblock = {{ values = [32, 64, 128] }}"
+    ends = ["n = 5000, block = 32", "n = 1, block = 64"]
+    result = _reach(tmp_path / "a", _fixed(*ends), domain)
+    assert "parameter 'block': the domain reaches 128 (its largest value)" in result.detail
+    assert _reach(tmp_path / "b", _fixed("n = 5000, block = 32", "n = 1, block = 128"), domain).ok
+
+
+def test_input_distributions_need_no_fixed_config(tmp_path: Path) -> None:
+    # Every config runs under every distribution of [inputs]: nothing to cover per config.
+    fixed = _fixed("n = 5000", "n = 1")
+    more = {'distributions = ["normal", "uniform"]': 'distributions = ["normal", "special"]'}
+    assert _reach(tmp_path, fixed, **more).ok
+
+
+@pytest.mark.parametrize("task_id", suites.task_ids())
+def test_every_shipped_tasks_fixed_hidden_configs_reach_its_domain(task_id: str) -> None:
+    result = domain_reach(suites.load_by_id(task_id))
+    assert result.ok, result.detail

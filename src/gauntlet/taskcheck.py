@@ -3,18 +3,22 @@
 - the baseline passes every config (it agrees with the float64 reference);
 - the reference's output is not constant, not near zero, and changes with every input;
 - a zero output and an identity output (an input returned as the output) both fail;
-- the expert solution, where shipped, passes every config and beats the baseline where timed.
+- the expert solution, where shipped, passes every config and beats the baseline where timed;
+- the fixed hidden configs reach the extremes of the hidden domain (`domain_reach`): a kernel
+  that only handles part of the declared sizes, dtypes or choices fails a fixed config.
 
-The judge-based checks run the real judge on the task's own files; the others run the task's
-trusted reference in this process.
+The judge-based checks run the real judge on the task's own files; the reference checks run the
+task's trusted reference in this process; the domain check reads only `task.toml`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import math
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -22,13 +26,23 @@ from typing import Any
 
 import numpy as np
 
-from gauntlet import devices
+from gauntlet import devices, expr
 from gauntlet.judge import correctness, judge
 from gauntlet.judge.seeds import derive_seed
-from gauntlet.task import Config, Task
+from gauntlet.task import ITEMSIZE, Config, Domain, ParamValue, Task
 
 #: Seed of the task checks' own trials (any fixed value: checks are about the task, not a run).
 CHECK_SEED = 20261122
+
+#: How close the fixed hidden configs must come to each extreme of a numeric domain: the
+#: largest fixed value at least (1 - REACH) x the domain's maximum, the smallest at most
+#: the domain's minimum / (1 - REACH). A ratio, not a share of the log range: a tenth of
+#: 1..65536 in log scale would accept 21000 for 65536, which a kernel capped at half the
+#: maximum passes.
+REACH = 0.1
+
+#: Name of the domain check's result.
+DOMAIN_CHECK = "hidden configs reach the domain's extremes"
 
 
 @dataclass(frozen=True)
@@ -46,10 +60,12 @@ Reference = Callable[[dict[str, Any]], list[np.ndarray]]
 
 def check_task(task: Task, device: str | None = None) -> list[CheckResult]:
     """Every check on one task, on `device` or the best device here for it."""
+    reach = domain_reach(task)
     chosen = devices.device_for(task, device)
     if chosen is None:
-        return [CheckResult("device", False, f"no device here runs {task.spec.device_kinds()}")]
-    results = [_judged(task, "baseline passes", task.baseline_files(), chosen)]
+        kinds = task.spec.device_kinds()
+        return [reach, CheckResult("device", False, f"no device here runs {kinds}")]
+    results = [reach, _judged(task, "baseline passes", task.baseline_files(), chosen)]
     results += reference_checks(task)
     expert = task.expert_files()
     if expert is not None:
@@ -74,6 +90,160 @@ def _judged(task: Task, name: str, files: dict[str, str], device: str) -> CheckR
         return CheckResult(name, True, f"speedup {verdict.speedup:.2f}x on {device}")
     timed = "" if verdict.timed else f" (not timed on {device})"
     return CheckResult(name, True, f"{len(verdict.configs)} configs correct{timed}")
+
+
+def domain_reach(task: Task) -> CheckResult:
+    """Whether the fixed hidden configs reach every extreme of the declared hidden domain.
+
+    Drawn configs are log-uniform and few, so only the fixed ones are sure to test the ends of
+    the domain: a kernel capped below the largest size the domain allows, or written for one
+    dtype, must fail a fixed config. For each parameter of `[configs.hidden.domain]`:
+
+    - an integer range, or a list of numbers: some fixed config sets it to at least
+      (1 - REACH) x the largest value the domain admits, and some to at most the smallest
+      value / (1 - REACH); values beyond the domain count;
+    - a list of other values (dtypes, flags, names): each value is set by some fixed config.
+
+    "Admits" honours the domain's `constraint`: the largest `cols` of `rows * cols <= 65536`
+    with `rows` from 1 is 65536 if the range allows it. Input distributions need no check: the
+    judge runs every config under every distribution of `[inputs]`.
+    """
+    problems = [
+        p for name, dom in task.spec.configs.hidden.domain.items() for p in _short(task, name, dom)
+    ]
+    return CheckResult(DOMAIN_CHECK, not problems, "; ".join(problems))
+
+
+def _short(task: Task, name: str, dom: Domain) -> list[str]:
+    """How the fixed hidden configs fall short of one parameter's domain (empty: they reach)."""
+    remedy = "add a config to configs.hidden.fixed, or change one,"
+    where = f"task '{task.task_id}' parameter '{name}'"
+    fixed = [c.params[name] for c in task.spec.configs.hidden.fixed if name in c.params]
+    admits = _admission(task, name)
+    ends: tuple[float, float] | None = None
+    if dom.values is None:
+        low, high = _bounds(dom)
+        largest, smallest = _largest(admits, low, high), _smallest(admits, low, high)
+        if largest is not None and smallest is not None:
+            ends = (smallest, largest)
+        limit = "its max" if largest == high else "the largest value its constraint admits"
+        integral = True
+    else:
+        allowed = [v for v in dom.values if admits(v)]
+        if not all(_is_number(v) for v in allowed):
+            return [
+                f"{where}: the domain's value {v!r} is in no fixed hidden config; {remedy} "
+                f"with {name} = {v!r}"
+                for v in allowed
+                if v not in fixed
+            ]
+        if allowed:
+            ends = (min(float(v) for v in allowed), max(float(v) for v in allowed))
+        limit = "its largest value"
+        integral = all(isinstance(v, int) for v in allowed)
+    if ends is None:
+        constraint = task.spec.configs.hidden.constraint
+        return [f"{where}: the constraint '{constraint}' admits none of the domain's values"]
+    bottom, top = ends
+    numbers = [float(v) for v in fixed if _is_number(v)]
+    need_top, need_bottom = (1 - REACH) * top, bottom / (1 - REACH)
+    if integral:
+        need_top, need_bottom = math.ceil(need_top), math.floor(need_bottom)
+    problems = []
+    if not numbers or max(numbers) < need_top:
+        most = f"the largest fixed hidden value is {_show(max(numbers))}" if numbers else ""
+        problems.append(
+            f"{where}: the domain reaches {_show(top)} ({limit}) but "
+            f"{most or 'no fixed hidden config sets it'}; {remedy} with {name} >= "
+            f"{_show(need_top)}, or lower the domain's max if {_show(top)} is too slow to judge"
+        )
+    if not numbers or min(numbers) > need_bottom:
+        least = f"the smallest fixed hidden value is {_show(min(numbers))}" if numbers else ""
+        problems.append(
+            f"{where}: the domain starts at {_show(bottom)} but "
+            f"{least or 'no fixed hidden config sets it'}; {remedy} with {name} <= "
+            f"{_show(need_bottom)}"
+        )
+    return problems
+
+
+def _bounds(dom: Domain) -> tuple[int, int]:
+    """The lowest and highest integers `Domain.draw` can return, before the constraint."""
+    low, high = max(int(dom.min), 1), int(dom.max)  # type: ignore[arg-type]
+    if dom.multiple_of > 1:
+        high = max(low, (high // dom.multiple_of) * dom.multiple_of)
+    return low, high
+
+
+def _admission(task: Task, name: str) -> Callable[[ParamValue], bool]:
+    """Whether some config drawn with `name` at a value satisfies the domain's constraint.
+
+    The other parameters the constraint reads take the first visible config's value (as
+    drawn configs do for parameters outside the domain), or are tried at each end of their
+    range and at each value of their list: exact for constraints monotone in each parameter
+    (sizes, products, comparisons) and for divisibility where 1 or a multiple is an end.
+    """
+    hidden = task.spec.configs.hidden
+    if not hidden.constraint:
+        return lambda value: True
+    constraint = hidden.constraint
+    read = expr.names(constraint) | ({"dtype"} if "itemsize" in expr.names(constraint) else set())
+    base = task.spec.configs.visible[0].params
+    others = sorted(n for n in read if n != name and n in hidden.domain)
+    choices: list[Iterable[ParamValue]] = []
+    for other in others:
+        dom = hidden.domain[other]
+        choices.append(dom.values if dom.values is not None else sorted(set(_bounds(dom))))
+    combos = [dict(zip(others, combo, strict=True)) for combo in itertools.product(*choices)]
+
+    def admits(value: ParamValue) -> bool:
+        for combo in combos:
+            params = {**base, **combo, name: value}
+            itemsize = ITEMSIZE.get(str(params.get("dtype", "float32")), 4)
+            if expr.evaluate(constraint, {**params, "itemsize": itemsize}):
+                return True
+        return False
+
+    return admits
+
+
+#: Values tried next to each probe: a constraint such as `D % 2 == 0` admits every other size.
+_GAP = 4
+
+
+def _largest(admits: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The largest admitted integer in [low, high] (None: none admitted).
+
+    Assumes that admission only shrinks with size, but for gaps of fewer than `_GAP` values.
+    """
+
+    def near(v: int) -> bool:
+        return any(admits(u) for u in range(max(low, v - _GAP + 1), v + 1))
+
+    if near(high):
+        return next(u for u in range(high, low - 1, -1) if admits(u))
+    good, bad = low + _GAP - 1, high  # near(good) holds, near(bad) does not
+    if good >= bad or not near(good):
+        return next((u for u in range(min(good, high), low - 1, -1) if admits(u)), None)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if near(mid) else (good, mid)
+    return next(u for u in range(good, low - 1, -1) if admits(u))
+
+
+def _smallest(admits: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The smallest admitted integer in [low, high] (None: none admitted)."""
+    found = _largest(lambda v: admits(-v), -high, -low)
+    return None if found is None else -found
+
+
+def _is_number(value: ParamValue) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _show(value: float) -> str:
+    """A number as written in task.toml: integers without a point, others short."""
+    return str(int(value)) if value == int(value) and abs(value) < 1e15 else f"{value:.4g}"
 
 
 def reference_checks(task: Task) -> list[CheckResult]:

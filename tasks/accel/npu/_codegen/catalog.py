@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from .taskfiles import ParamValue, TaskDef
 
 Config = dict[str, ParamValue]
@@ -1099,3 +1101,160 @@ TASKS["t5_block"] = TaskDef(
     distributions=MM_DISTRIBUTIONS,
     tolerance={"float32": (2e-4, 2e-4)},
 )
+
+
+#: Fixed hidden configs at the ends of each task's hidden domain: its largest and smallest
+#: sizes and every hardware choice (`gauntlet tasks check` requires the fixed hidden configs
+#: to reach them; see docs/tasks.md), each no costlier than the task's largest visible config.
+REACH_HIDDEN: dict[str, list[Config]] = {
+    "attention": [
+        {"name": "H3", "M": 96, "N": 160, "D": 96, "dtype": "float32", "hw_mlen": 32},
+    ],
+    "bmm": [
+        {"name": "H3", "BATCH": 1, "M": 64, "N": 64, "K": 128, "dtype": "float32", "hw_mlen": 32},
+    ],
+    "conv2d": [
+        {
+            "name": "H3",
+            "H": 12,
+            "W": 40,
+            "CI": 32,
+            "CO": 48,
+            "KH": 1,
+            "KW": 3,
+            "dtype": "float32",
+            "hw_mlen": 32,
+        },
+    ],
+    "conv_block": [
+        {
+            "name": "H3",
+            "H": 12,
+            "W": 40,
+            "CI": 32,
+            "CM": 32,
+            "CO": 48,
+            "KH": 1,
+            "KW": 3,
+            "dtype": "float32",
+            "hw_mlen": 32,
+        },
+    ],
+    "depthwise_conv": [
+        {
+            "name": "H3",
+            "H": 12,
+            "W": 40,
+            "C": 1,
+            "KH": 1,
+            "KW": 3,
+            "dtype": "float32",
+            "hw_vlen": 64,
+        },
+        {
+            "name": "H4",
+            "H": 3,
+            "W": 3,
+            "C": 96,
+            "KH": 1,
+            "KW": 1,
+            "dtype": "float32",
+            "hw_vlen": 16,
+        },
+    ],
+    "ffn": [
+        {"name": "H3", "M": 128, "D": 128, "F": 256, "dtype": "float32", "hw_mlen": 32},
+    ],
+    "flash_attention": [
+        {
+            "name": "H3",
+            "M": 96,
+            "N": 1024,
+            "D": 1,
+            "dtype": "float32",
+            "hw_msram_words": 16384,
+            "hw_mlen": 32,
+        },
+        {
+            "name": "H4",
+            "M": 1,
+            "N": 1,
+            "D": 64,
+            "dtype": "float32",
+            "hw_msram_words": 8192,
+            "hw_mlen": 16,
+        },
+    ],
+    "gelu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "gemm": [
+        {"name": "H3", "M": 128, "N": 128, "K": 1, "dtype": "float32", "hw_mlen": 32},
+        {"name": "H4", "M": 1, "N": 1, "K": 256, "dtype": "float32", "hw_mlen": 16},
+    ],
+    "gemv": [
+        {"name": "H3", "M": 400, "K": 1, "dtype": "float32", "hw_mlen": 32},
+        {"name": "H4", "M": 1, "K": 512, "dtype": "float32", "hw_mlen": 16},
+    ],
+    "gqa": [
+        {"name": "H3", "H": 6, "G": 3, "M": 64, "N": 96, "D": 1, "dtype": "float32", "hw_mlen": 32},
+        {"name": "H4", "H": 1, "G": 1, "M": 1, "N": 1, "D": 64, "dtype": "float32", "hw_mlen": 16},
+    ],
+    "layernorm": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "linear": [
+        {"name": "H3", "M": 128, "N": 128, "K": 1, "dtype": "float32", "hw_mlen": 32},
+        {"name": "H4", "M": 1, "N": 1, "K": 256, "dtype": "float32", "hw_mlen": 16},
+    ],
+    "llama_block": [
+        {"name": "H3", "S": 64, "H": 4, "D": 32, "F": 128, "dtype": "float32", "hw_mlen": 32},
+    ],
+    "mha": [
+        {"name": "H3", "H": 6, "M": 64, "N": 96, "D": 1, "dtype": "float32", "hw_mlen": 32},
+        {"name": "H4", "H": 1, "M": 1, "N": 1, "D": 64, "dtype": "float32", "hw_mlen": 16},
+    ],
+    "mqa": [
+        {"name": "H3", "H": 6, "M": 64, "N": 96, "D": 1, "dtype": "float32", "hw_mlen": 32},
+        {"name": "H4", "H": 1, "M": 1, "N": 1, "D": 64, "dtype": "float32", "hw_mlen": 16},
+    ],
+    "relu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "rmsnorm": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "rope": [
+        {"name": "H3", "ROWS": 160, "COLS": 2, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 512, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "silu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "softmax": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "swiglu": [
+        {"name": "H3", "M": 128, "D": 128, "F": 256, "dtype": "float32", "hw_mlen": 32},
+    ],
+    "t5_block": [
+        {
+            "name": "H3",
+            "S": 64,
+            "T": 64,
+            "H": 4,
+            "D": 32,
+            "F": 128,
+            "dtype": "float32",
+            "hw_mlen": 32,
+        },
+    ],
+}
+for _name, _extra in REACH_HIDDEN.items():
+    TASKS[_name] = dataclasses.replace(TASKS[_name], hidden=[*TASKS[_name].hidden, *_extra])

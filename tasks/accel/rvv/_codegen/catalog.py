@@ -7,6 +7,8 @@ hardware (VLEN, LANES, MEM_LATENCY, LINE_BYTES), so one program must work for ev
 
 from __future__ import annotations
 
+import dataclasses
+
 from .taskfiles import ParamValue, TaskDef
 
 Config = dict[str, ParamValue]
@@ -601,3 +603,85 @@ TASKS["llama_block"] = TaskDef(
     distributions=MM_DISTRIBUTIONS,
     tolerance={"float32": (2e-4, 2e-4)},
 )
+
+
+#: Fixed hidden configs at the ends of each task's hidden domain: its largest and smallest
+#: sizes and every hardware choice (`gauntlet tasks check` requires the fixed hidden configs
+#: to reach them; see docs/tasks.md), each no costlier than the task's largest visible config.
+REACH_HIDDEN: dict[str, list[Config]] = {
+    "attention": [
+        {"name": "H3", "M": 32, "N": 128, "D": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "M": 1, "N": 1, "D": 64, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "batched_matmul": [
+        {"name": "H3", "BATCH": 8, "M": 32, "N": 1, "K": 48, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "BATCH": 1, "M": 1, "N": 96, "K": 1, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "ffn": [
+        {"name": "H3", "M": 32, "D": 64, "F": 128, "dtype": "float32", "hw_vlen": 64},
+    ],
+    "gelu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "gemm": [
+        {"name": "H3", "M": 64, "N": 1, "K": 96, "dtype": "float32", "hw_vlen": 64},
+    ],
+    "gemv": [
+        {"name": "H3", "M": 256, "K": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "M": 1, "K": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "gqa": [
+        {
+            "name": "H3",
+            "H": 2,
+            "G": 1,
+            "M": 16,
+            "N": 64,
+            "D": 32,
+            "dtype": "float32",
+            "hw_vlen": 64,
+        },
+    ],
+    "layernorm": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "linear": [
+        {"name": "H3", "M": 64, "N": 1, "K": 96, "dtype": "float32", "hw_vlen": 64},
+    ],
+    "llama_block": [
+        {"name": "H3", "S": 32, "H": 4, "D": 16, "F": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "S": 1, "H": 1, "D": 1, "F": 96, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "mha": [
+        {"name": "H3", "H": 4, "M": 16, "N": 64, "D": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "H": 1, "M": 1, "N": 1, "D": 32, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "mqa": [
+        {"name": "H3", "H": 4, "M": 16, "N": 64, "D": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "H": 1, "M": 1, "N": 1, "D": 32, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "relu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "rmsnorm": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "silu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "softmax": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+    "swiglu": [
+        {"name": "H3", "ROWS": 160, "COLS": 1, "dtype": "float32", "hw_vlen": 64},
+        {"name": "H4", "ROWS": 1, "COLS": 700, "dtype": "float32", "hw_vlen": 16},
+    ],
+}
+for _name, _extra in REACH_HIDDEN.items():
+    TASKS[_name] = dataclasses.replace(TASKS[_name], hidden=[*TASKS[_name].hidden, *_extra])
