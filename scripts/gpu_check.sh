@@ -10,6 +10,7 @@
 #   pytest   pytest-gpu.log: pytest -m gpu (the judge on CUDA, the exploit corpus, CUDA builds)
 #   suite    suite.txt and suite-run.tar.gz: `gauntlet run` with the baseline and expert agents
 #   evidence evidence.json, evidence.md: repeatability, judge cost (scripts/gpu_evidence.py)
+#   cost     cost.json: `gauntlet eval` per candidate, this tree against OLD_TREE, alternating
 # and summary.txt (each step and the exit status).
 #
 # Settings (environment):
@@ -27,6 +28,8 @@
 #                        is kept and resumable
 #   PYTEST_ARGS=         more pytest arguments (e.g. -k cuda_build)
 #   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
+#   OLD_TREE=            for `cost`: the src/ folder of the revision to compare with
+#   COST_TASK=cuda2cuda/matmul   for `cost`: the task whose expert is judged
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
@@ -87,6 +90,14 @@ for step in "${steps[@]}"; do
         evidence)
             # shellcheck disable=SC2086
             python3 scripts/gpu_evidence.py --out "$out" ${EVIDENCE_ARGS:-} 2>&1 | tail -n 40
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
+        cost)
+            # The judge's cost per candidate, this tree against OLD_TREE (a src/ folder of the
+            # revision before a change, carried along), alternating: scripts/judge_cost.py.
+            # shellcheck disable=SC2086
+            python3 scripts/judge_cost.py --task "${COST_TASK:-cuda2cuda/matmul}" --tree "new=$PWD/src" \
+                ${OLD_TREE:+--tree "old=$OLD_TREE"} --out "$out/cost.json" 2>&1 | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         *)

@@ -24,6 +24,8 @@ SANDBOX_NETWORK_ENV = "GAUNTLET_SANDBOX_NETWORK"
 DOCKER_IMAGE_ENV = "GAUNTLET_DOCKER_IMAGE"
 WS_SOCKET_ENV = "GAUNTLET_WS_SOCKET"
 """The feedback tools' server socket, given to `gauntlet-ws` inside a sandbox."""
+TRITON_TRUSTED_CACHE_ENV = "GAUNTLET_TRITON_TRUSTED_CACHE"
+"""Set by the judge in a candidate's worker: the Triton cache it reads but never writes."""
 
 #: Environment variables a worker process keeps; everything else is scrubbed.
 WORKER_ENV_KEEP = (

@@ -6,8 +6,11 @@ import os
 import time
 from pathlib import Path
 
+from gauntlet.judge import protocol
+from gauntlet.judge.backend import BuildResult, EvalRequest
 from gauntlet.judge.python_backend import _Evaluation, _Worker
-from tests.support.fixtures import SCALE_ADD, cpu_request
+from gauntlet.task import load_task
+from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request
 
 
 def _reference_worker(tmp_path: Path) -> _Worker:
@@ -22,8 +25,8 @@ def test_a_worker_waits_for_start_and_does_nothing_without_it(tmp_path: Path) ->
     # Ready, and nothing more: the reference worker has not drawn a single trial.
     os.close(worker.command_fd)
     worker.command_fd = os.open(os.devnull, os.O_WRONLY)
-    header, tensors = worker.read(time.monotonic() + 60)
-    assert header["event"] == "worker_error" and not tensors
+    event, tensors = worker.read_event(time.monotonic() + 60)
+    assert isinstance(event, protocol.WorkerFailed) and not tensors
     assert worker.finish(grace_s=30).returncode != 0
     worker.close()
 
@@ -31,7 +34,27 @@ def test_a_worker_waits_for_start_and_does_nothing_without_it(tmp_path: Path) ->
 def test_a_started_worker_does_its_role(tmp_path: Path) -> None:
     worker = _reference_worker(tmp_path)
     worker.await_ready(time.monotonic() + 120)
-    worker.send({"command": "start"})
-    header, _ = worker.read(time.monotonic() + 60)
-    assert header["event"] == "trial"
+    worker.send(protocol.Command(command="start"))
+    event, _ = worker.read_event(time.monotonic() + 60)
+    assert isinstance(event, protocol.ReferenceTrial)
     worker.close()
+
+
+def test_both_workers_of_a_cuda_task_load_the_prebuilt_units(tmp_path: Path) -> None:
+    # The reference worker runs the task's CUDA baseline: without the build's manifest it
+    # compiled the baseline again on every judgment (24 s on an H200 for cuda2cuda/matmul).
+    task = load_task(TASKS / "cuda2cuda" / "scale_add_cuda")
+    request = EvalRequest(
+        task=task,
+        build=BuildResult(True, artifact=tmp_path),
+        configs=task.visible_configs,
+        device="cuda:0",
+        seed=3,
+        mode="final",
+        timed=True,
+        workdir=tmp_path,
+    )
+    evaluation = _Evaluation(request)
+    for role in ("reference", "candidate"):
+        assert evaluation._request(role, evaluation.states).prebuilt == str(tmp_path)
+    assert evaluation._request("reference", evaluation.states).submission is None

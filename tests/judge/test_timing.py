@@ -38,8 +38,52 @@ def test_median_ci_narrows_with_more_samples_and_contains_the_median() -> None:
     assert timing.ci_width([2.0] * 50) == 0.0
 
 
-def test_scaled_inputs_scale_floats_only() -> None:
-    base = {"x": torch.ones(3), "index": torch.arange(3)}
-    scaled = timing.scaled_inputs(base, 1.5)
-    assert torch.equal(scaled["x"], torch.full((3,), 1.5))
-    assert scaled["index"] is base["index"]
+def test_perturbed_inputs_change_every_float_element_and_nothing_else() -> None:
+    base = {"x": torch.ones(1000), "index": torch.arange(3), "zero": torch.zeros(4)}
+    first = timing.perturbed_inputs(base, 7)
+    again = timing.perturbed_inputs(base, 7)
+    other = timing.perturbed_inputs(base, 8)
+    # The reference worker rebuilds a timed call's inputs bit for bit from its seed.
+    assert torch.equal(first["x"], again["x"])
+    factors = first["x"] / other["x"]
+    # Per-element factors: no single scale maps one call's inputs onto another's, so no
+    # output cached from an earlier call can be rescaled into this one's.
+    assert float(factors.std()) > 0.2
+    assert 0.5 <= float(first["x"].min()) and float(first["x"].max()) <= 2.0
+    assert first["index"] is base["index"] and torch.equal(first["zero"], base["zero"])
+
+
+def test_the_timing_loop_and_the_reference_make_the_same_inputs() -> None:
+    base = {"x": torch.randn(64, dtype=torch.bfloat16), "w": torch.randn(8)}
+    prepared = timing._Inputs(base, []).prepare(1234)
+    rebuilt = timing.perturbed_inputs(base, 1234)
+    assert all(torch.equal(a, b) for a, b in zip(prepared, rebuilt.values(), strict=True))
+
+
+def _walls(times: list[float], overhead: float) -> dict[int, float]:
+    return {k: t + overhead + (k % 3) * 4.0 for k, t in enumerate(times)}
+
+
+def test_the_judges_clock_agrees_with_honest_events() -> None:
+    baseline = [200.0 + (k % 5) for k in range(40)]
+    candidate = [50.0 + (k % 7) for k in range(40)]
+    assert (
+        timing.clock_disagreement(
+            baseline, candidate, _walls(baseline, 300.0), _walls(candidate, 300.0)
+        )
+        == ""
+    )
+
+
+@pytest.mark.parametrize("lie", ["faster_candidate", "slower_baseline"])
+def test_the_judges_clock_catches_patched_events(lie: str) -> None:
+    # What really ran: baseline 200 us, candidate 150 us a call.
+    baseline = [200.0] * 40
+    candidate = [150.0] * 40
+    walls_b, walls_c = _walls(baseline, 300.0), _walls(candidate, 300.0)
+    if lie == "faster_candidate":
+        reported_b, reported_c = baseline, [15.0] * 40  # "10x"
+    else:
+        reported_b, reported_c = [1500.0] * 40, candidate
+    problem = timing.clock_disagreement(reported_b, reported_c, walls_b, walls_c)
+    assert "tampered" in problem

@@ -194,6 +194,9 @@ class FrameReader:
             header = json.loads(self._read_exact(length, deadline))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ProtocolError(f"frame header is not JSON: {err}") from err
+        except (RecursionError, ValueError) as err:
+            # Nesting past the parser's depth, an integer past Python's digit limit.
+            raise ProtocolError(f"frame header cannot be read: {str(err)[:200]}") from None
         if not isinstance(header, dict) or not isinstance(header.get("tensors"), list):
             raise ProtocolError("frame header is not an object with 'tensors'")
         metas = header.pop("tensors")

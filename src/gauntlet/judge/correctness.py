@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gauntlet.judge import protocol
 from gauntlet.judge.overflow import rounds_to_infinity
 from gauntlet.task import DEFAULT_MIN_REL_L2, Tolerance, ToleranceSpec
 
@@ -134,28 +135,30 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
     return list(reversed(index))
 
 
-def check_meta(expected: dict[str, Any], found: dict[str, Any], device: str) -> str | None:
+def check_meta(
+    expected: protocol.OutputInfo, found: protocol.OutputInfo, device: str
+) -> str | None:
     """Compare the output's container and each item's type, dtype, shape, device, layout."""
-    if expected.get("container") != found.get("container") and not (
-        expected.get("container") in ("tuple", "list")
-        and found.get("container") in ("tuple", "list")
+    if expected.container != found.container and not (
+        expected.container in ("tuple", "list") and found.container in ("tuple", "list")
     ):
-        want = "a single tensor" if expected.get("container") is None else "a tuple of tensors"
-        return f"expected {want}, got {found.get('container') or found['items'][0]['type']}"
-    want_items, got_items = expected["items"], found["items"]
-    if len(want_items) != len(got_items):
-        return f"expected {len(want_items)} outputs, got {len(got_items)}"
+        want = "a single tensor" if expected.container is None else "a tuple of tensors"
+        got = found.container or (found.items[0].type if found.items else "nothing")
+        return f"expected {want}, got {got}"
+    if len(expected.items) != len(found.items):
+        return f"expected {len(expected.items)} outputs, got {len(found.items)}"
     device_kind = device.split(":")[0]
-    for i, (want, got) in enumerate(zip(want_items, got_items, strict=True)):
-        label = f"output {i}" if len(want_items) > 1 else "output"
-        if not got["exact"]:
+    for i, (want_item, got_item) in enumerate(zip(expected.items, found.items, strict=True)):
+        label = f"output {i}" if len(expected.items) > 1 else "output"
+        if not got_item.exact:
             return (
-                f"{label} is a {got['type']}, not a plain torch.Tensor "
+                f"{label} is a {got_item.type}, not a plain torch.Tensor "
                 "(subclasses and lazy wrappers are not accepted)"
             )
         for key in ("dtype", "shape", "layout"):
-            if want.get(key) != got.get(key):
-                return f"{label} has {key} {got.get(key)}, expected {want.get(key)}"
-        if got.get("device") != device_kind:
-            return f"{label} is on device {got.get('device')}, expected {device_kind}"
+            wanted, got_value = getattr(want_item, key), getattr(got_item, key)
+            if wanted != got_value:
+                return f"{label} has {key} {got_value}, expected {wanted}"
+        if got_item.device != device_kind:
+            return f"{label} is on device {got_item.device}, expected {device_kind}"
     return None

@@ -101,7 +101,8 @@ def syntax_error(files: dict[str, str]) -> str | None:
         if not name.endswith(".py"):
             continue
         try:
-            compile(text, name, "exec", dont_inherit=True)
+            # The bytes, as the import compiles them (an encoding cookie applies to bytes only).
+            compile(text.encode("utf-8"), name, "exec", dont_inherit=True)
         except SyntaxError as err:
             return f"{name}, line {err.lineno}, col {err.offset}: {err.msg}"
     return None

@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import random
+import re
 import resource
 import shutil
 import socket
@@ -23,17 +24,18 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import psutil
+from pydantic import BaseModel
 
-from gauntlet import process, settings
+from gauntlet import confine, process, settings
 from gauntlet.errors import JudgeError
-from gauntlet.judge import correctness, devicelock, guards
+from gauntlet.judge import correctness, devicelock, guards, protocol
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
 from gauntlet.judge.channel import (
     ChannelClosed,
@@ -43,7 +45,7 @@ from gauntlet.judge.channel import (
     write_frame,
 )
 from gauntlet.judge.seeds import derive_seed
-from gauntlet.judge.timing import TimingPlan
+from gauntlet.judge.timing import TimingPlan, clock_disagreement
 from gauntlet.judge.verdict import ConfigResult, Timing
 from gauntlet.task import Config, Task
 
@@ -109,7 +111,7 @@ class PythonBackend:
 
 @dataclass
 class _Trial:
-    expected: dict[str, Any]
+    expected: protocol.OutputInfo
     outputs: list[torch.Tensor]
     grads: list[torch.Tensor]
     baseline_rel_l2: list[float]
@@ -136,44 +138,65 @@ class _Sample:
 @dataclass
 class _ConfigState:
     config: Config
-    trials: list[dict[str, Any]]
-    timing: dict[str, Any] | None = None
+    trials: list[protocol.TrialSpec]
+    timing: protocol.TimingSpec | None = None
     """The timing plan and base inputs for this config, when it is timed."""
+    sampled: list[int] = field(default_factory=list)
+    """Candidate calls (pairs) whose outputs the judge checks: secret, never sent to it."""
     reference: list[_Trial] = field(default_factory=list)
     samples: dict[int, _Sample] = field(default_factory=dict)
     """References of the timed calls whose outputs are checked, by position."""
 
-    def sample_requests(self) -> list[dict[str, Any]]:
+    def sample_requests(self) -> list[protocol.SampleSpec]:
         if self.timing is None:
             return []
-        plan = self.timing["plan"]
+        base = self.timing.inputs
         return [
-            {**self.timing["inputs"], "scale": plan["scales"][p], "position": p}
-            for p in plan["sample_positions"]
+            protocol.SampleSpec(
+                distribution=base.distribution,
+                seed=base.seed,
+                call_seed=self.timing.plan.call_seeds[p],
+                position=p,
+            )
+            for p in self.sampled
         ]
 
 
-def timing_for(task: Task, config: Config, seed: int, plan: TimingPlan) -> dict[str, Any]:
-    """A config's timing: base inputs and per-call scales and sampled positions, all secret."""
+#: Timed calls whose outputs the judge checks, per config.
+SAMPLED_CALLS = 3
+
+
+def timing_for(
+    task: Task, config: Config, seed: int, plan: TimingPlan
+) -> tuple[protocol.TimingSpec, list[int]]:
+    """A config's timing (base inputs, per-call seeds) and its secret sampled positions."""
     timing_seed = derive_seed(seed, task.task_id, config.name, "timing")
     rng = random.Random(timing_seed)
-    scales = [rng.uniform(0.5, 2.0) for _ in range(plan.max_pairs)]
-    positions = sorted(rng.sample(range(plan.warmup, plan.min_pairs), 3))
-    return {
-        "inputs": {"distribution": task.spec.inputs.distributions[0], "seed": timing_seed},
-        "plan": {**dataclasses.asdict(plan), "scales": scales, "sample_positions": positions},
+    call_seeds = [rng.getrandbits(62) for _ in range(plan.max_pairs)]
+    # From a seed of their own: the candidate knows `timing_seed` (its inputs' seed).
+    secret = random.Random(derive_seed(seed, task.task_id, config.name, "sampled calls"))
+    positions = sorted(secret.sample(range(plan.warmup, plan.min_pairs), SAMPLED_CALLS))
+    fields = {
+        k: v
+        for k, v in dataclasses.asdict(plan).items()
+        if k in protocol.PlanSpec.model_fields and k != "call_seeds"
     }
+    spec = protocol.TimingSpec(
+        inputs=protocol.TrialSpec(distribution=task.spec.inputs.distributions[0], seed=timing_seed),
+        plan=protocol.PlanSpec(call_seeds=call_seeds, **fields),
+    )
+    return spec, positions
 
 
-def trials_for(task: Task, config: Config, seed: int) -> list[dict[str, Any]]:
+def trials_for(task: Task, config: Config, seed: int) -> list[protocol.TrialSpec]:
     """The (distribution, seed) of each trial of a config: every distribution, `trials` times."""
     return [
-        {
-            "distribution": dist,
-            "seed": derive_seed(
+        protocol.TrialSpec(
+            distribution=dist,
+            seed=derive_seed(
                 seed, task.task_id, config.name, sorted(config.params.items()), dist, i
             ),
-        }
+        )
         for i in range(task.spec.trials)
         for dist in task.spec.inputs.distributions
     ]
@@ -199,8 +222,9 @@ class _ReferenceCache:
         hasher = hashlib.sha256(task.spec.model_dump_json().encode())
         for name in files:
             hasher.update(task.path(name).read_bytes())
-        samples = state.sample_requests()
-        hasher.update(json.dumps([state.config.params, state.trials, samples, device]).encode())
+        samples = [sample.model_dump() for sample in state.sample_requests()]
+        trials = [trial.model_dump() for trial in state.trials]
+        hasher.update(json.dumps([state.config.params, trials, samples, device]).encode())
         return hasher.hexdigest()
 
     def get(self, key: str) -> tuple[list[_Trial], dict[int, _Sample]] | None:
@@ -230,63 +254,124 @@ class _Evaluation:
         self.task = request.task
         timed = request.timed and request.device.startswith(("cuda", "rocm"))
         plan = TimingPlan(
-            scales=[],
-            sample_positions=[],
-            allow_libraries=request.is_baseline,
-            time_cap_s=request.time_cap_s,
+            call_seeds=[], allow_libraries=request.is_baseline, time_cap_s=request.time_cap_s
         )
-        self.states = [
-            _ConfigState(
-                c,
-                trials_for(self.task, c, request.seed),
-                timing_for(self.task, c, request.seed, plan) if timed else None,
-            )
-            for c in request.configs
-        ]
+        self.states = []
+        for config in request.configs:
+            state = _ConfigState(config, trials_for(self.task, config, request.seed))
+            if timed:
+                state.timing, state.sampled = timing_for(self.task, config, request.seed, plan)
+            self.states.append(state)
         self.tmp = request.workdir / "worker-tmp"
+        self.containment = ""
+        """How the candidate's process was confined (recorded in the verdict's environment)."""
 
-    def _request(self, role: str, states: list[_ConfigState]) -> dict[str, Any]:
+    def _confinement(self) -> confine.Confinement | None:
+        """What the candidate's process may see, or None where this machine cannot confine.
+
+        The interpreter and package (read-only), the task files it runs (inputs, reference,
+        baseline: never the expert, `task.toml` or the hidden configs), the built submission,
+        prebuilt CUDA units, and its own temporary folder.
+        """
+        why_not = confine.available()
+        if why_not is not None:
+            self.containment = f"none: {why_not}"
+            return None
+        spec = self.task.spec
+        files = [spec.reference.file, spec.inputs.file]
+        if spec.baseline is not None:
+            files.append(spec.baseline.file)
+        readonly = [
+            *confine.python_paths(),
+            *_import_paths(self.task.root),
+            *(self.task.path(f) for f in files),
+        ]
+        artifact = self.request.build.artifact
+        if artifact is not None:
+            readonly.append(artifact)
+        cuda_cache = settings.CACHE_DIR / "cuda"
+        gpu = self.request.device.startswith(("cuda", "rocm"))
+        if gpu and cuda_cache.is_dir():
+            readonly.append(cuda_cache)
+        if gpu and shared_triton_cache().is_dir():
+            readonly.append(shared_triton_cache())
+        self.containment = "namespaces (user, mount, pid, net, ipc)"
+        return confine.Confinement(
+            readonly=tuple(readonly),
+            writable=(self.tmp / "candidate",),
+            devices=confine.NVIDIA_DEVICES if gpu else (),
+            sysfs=gpu,
+        )
+
+    @property
+    def watched(self) -> bool:
+        """Whether the checks against doing the work in PyTorch apply (not to the baseline)."""
+        return not self.request.is_baseline
+
+    def shown(self, text: str) -> str:
+        """A traceback from the candidate's process, cut to the submission's own frames.
+
+        The verdict's reason reaches the agent (the feedback tools show it): frames of the
+        judge, the task's files or libraries are left out, and paths are the submission's
+        own file names.
+        """
+        artifact = self.request.build.artifact
+        shown = shown_traceback(text, str(artifact) if artifact else "", str(self.task.root))
+        # The judge's folders and the interpreter's, as the candidate's process saw them.
+        for private in (str(self.request.workdir), sys.prefix, sys.base_prefix):
+            shown = shown.replace(private, "<judge>")
+        return shown
+
+    def _request(self, role: str, states: list[_ConfigState]) -> protocol.WorkerRequest:
         spec = self.task.spec
         build = self.request.build
         assert build.artifact is not None
-        return {
-            "role": role,
-            "device": self.request.device.split(":")[0],
-            "language": spec.submission.language,
-            "task_root": str(self.task.root),
-            "reference": spec.reference.model_dump(),
-            "inputs": spec.inputs.model_dump(include={"file", "entry"}),
-            "baseline": spec.baseline.model_dump() if spec.baseline else None,
-            "wrt": spec.backward.wrt if spec.backward else [],
-            "allowed_ops": spec.allowed_calls,
-            "watch_dispatch": not self.request.is_baseline,
+        entry = protocol.EntrySpec
+        return protocol.WorkerRequest(
+            role=role,  # type: ignore[arg-type]
+            device=self.request.device.split(":")[0],  # type: ignore[arg-type]
+            language=spec.submission.language,
+            task_root=str(self.task.root),
+            reference=entry(file=spec.reference.file, entry=spec.reference.entry),
+            inputs=entry(file=spec.inputs.file, entry=spec.inputs.entry),
+            baseline=(
+                entry(file=spec.baseline.file, entry=spec.baseline.entry) if spec.baseline else None
+            ),
+            wrt=spec.backward.wrt if spec.backward else [],
+            allowed_ops=spec.allowed_calls,
+            watch_dispatch=not self.request.is_baseline,
             # torch.compile of the reference is a record-only figure; compiling costs seconds a
             # shape, so it is timed on the visible configs only.
-            "compile_reference": [s.config.name for s in states if not s.config.hidden]
+            compile_reference=[s.config.name for s in states if not s.config.hidden]
             if spec.track.startswith("torch2") and self.request.compile_reference
             else [],
-            "check_determinism": True,
-            "memory_limit_bytes": spec.memory_limit_mb << 20 if self.request.device == "cpu" else 0,
-            "submission": {
-                "dir": str(build.artifact),
-                "file": spec.submission.files[0],
-                "entry": spec.submission.entry,
-            },
-            "configs": [
-                {
-                    "name": s.config.name,
-                    "params": s.config.params,
-                    "trials": s.trials,
-                    "samples": s.sample_requests() if role == "reference" else [],
-                }
+            check_determinism=True,
+            memory_limit_bytes=spec.memory_limit_mb << 20 if self.request.device == "cpu" else 0,
+            # Without it the reference worker rebuilt a CUDA baseline on every judgment (24 s
+            # of its setup for cuda2cuda/matmul on an H200).
+            prebuilt=str(build.artifact) if spec.submission.language == "cuda" else None,
+            submission=protocol.SubmissionSpec(
+                dir=str(build.artifact),
+                file=spec.submission.files[0],
+                entry=spec.submission.entry,
+            )
+            if role == "candidate"
+            else None,
+            configs=[
+                protocol.ConfigSpec(
+                    name=s.config.name,
+                    params=s.config.params,
+                    trials=s.trials,
+                    samples=s.sample_requests() if role == "reference" else [],
+                )
                 for s in states
             ],
-            "timing": (
+            timing=(
                 {s.config.name: s.timing for s in states if s.timing is not None}
                 if role == "candidate"
                 else {}
             ),
-        }
+        )
 
     def run(self) -> Evaluation:
         self.tmp.mkdir(parents=True, exist_ok=True)
@@ -294,6 +379,7 @@ class _Evaluation:
             s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
         }
         missing = [s for s in self.states if not self._load_cached([s], keys)]
+        self._missing = missing
         reference = None
         try:
             if missing:
@@ -301,7 +387,10 @@ class _Evaluation:
                     self._request("reference", missing), self.tmp / "reference", self.request.device
                 )
             candidate = _Worker(
-                self._request("candidate", self.states), self.tmp / "candidate", self.request.device
+                self._request("candidate", self.states),
+                self.tmp / "candidate",
+                self.request.device,
+                confinement=self._confinement(),
             )
         except OSError as err:
             raise JudgeError(
@@ -325,7 +414,7 @@ class _Evaluation:
                     reference = None
                 for worker in (reference, candidate):
                     if worker is not None:
-                        worker.send({"command": "start"})
+                        worker.send(protocol.Command(command="start"))
                 if reference is not None:
                     started = time.monotonic()
                     steps = self._collect_reference(reference)
@@ -335,6 +424,7 @@ class _Evaluation:
                         _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
                 evaluation = self._collect_candidate(candidate)
             evaluation.phases_s = {**phases, **evaluation.phases_s}
+            evaluation.environment["containment"] = self.containment
             return evaluation
         finally:
             if reference is not None:
@@ -354,164 +444,83 @@ class _Evaluation:
         return True
 
     def _collect_reference(self, worker: _Worker) -> dict[str, float]:
-        """Store the reference worker's results; return its own split of its time."""
+        """Store the reference worker's results; return its own split of its time.
+
+        The reference worker runs only trusted code, but whatever it sends is still checked:
+        exactly the trials and samples asked for, each once. Anything else (a dead, hung or
+        confused worker) is the judge's failure, never the submission's.
+        """
         by_name = {s.config.name: s for s in self.states}
+        wanted = {
+            (s.config.name, kind, i)
+            for s in self.states
+            for kind, indices in (("trial", range(len(s.trials))), ("sample", s.sampled))
+            for i in indices
+            if s in self._missing
+        }
         budget = STARTUP_S + self.task.spec.timeout_s * max(1, len(self.states))
         deadline = time.monotonic() + budget
         while True:
             try:
-                header, tensors = worker.read(deadline)
-            except (ChannelClosed, ChannelTimeout, ProtocolError) as err:
+                event, tensors = worker.read_event(deadline)
+            except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
                 finished = worker.finish()
                 raise JudgeError(
                     f"the reference worker of task '{self.task.task_id}' failed "
-                    f"({type(err).__name__}; exit {finished.returncode}): {finished.stderr[-3000:]}"
+                    f"({type(err).__name__}: {err}; exit {finished.returncode}): "
+                    f"{finished.stderr[-3000:]}"
                 ) from err
-            event = header.get("event")
-            _trace(self.task, "reference", header, tensors)
-            if event == "done":
-                return _phases(header.get("phases"))
-            if event == "worker_error":
+            _trace(self.task, "reference", event, tensors)
+            if isinstance(event, protocol.Done):
+                if wanted:
+                    raise JudgeError(
+                        f"the reference worker of task '{self.task.task_id}' ended without "
+                        f"{len(wanted)} of the results asked for, e.g. {sorted(wanted)[0]}"
+                    )
+                return _phases(event.phases)
+            if isinstance(event, protocol.WorkerFailed):
                 raise JudgeError(
                     f"the task's own code failed in the reference worker of "
-                    f"'{self.task.task_id}':\n{header.get('traceback', '')}"
+                    f"'{self.task.task_id}':\n{event.traceback}"
                 )
-            state = by_name[header["config"]]
-            if event == "sample":
-                state.samples[int(header["position"])] = _Sample(
-                    tensors, [float(e) for e in header["baseline_rel_l2"]]
+            key: tuple[str, str, int] | None = None
+            if isinstance(event, protocol.ReferenceSample):
+                key = (event.config, "sample", event.position)
+            elif isinstance(event, protocol.ReferenceTrial):
+                key = (event.config, "trial", event.trial)
+            if key is None or key not in wanted:
+                raise JudgeError(
+                    f"the reference worker of task '{self.task.task_id}' sent an unexpected "
+                    f"'{event.event}' frame {key or ''}"
                 )
+            wanted.discard(key)
+            state = by_name[key[0]]
+            if isinstance(event, protocol.ReferenceSample):
+                if len(tensors) != len(event.baseline_rel_l2):
+                    raise JudgeError(f"reference sample {key} has {len(tensors)} tensors")
+                state.samples[event.position] = _Sample(tensors, list(event.baseline_rel_l2))
                 continue
-            n_out = len(header["baseline_rel_l2"])
+            assert isinstance(event, protocol.ReferenceTrial)
+            n_out = len(event.baseline_rel_l2)
+            if len(tensors) != n_out + len(event.baseline_grad_rel_l2) or event.trial != len(
+                state.reference
+            ):
+                raise JudgeError(f"reference trial {key} is out of order or malformed")
             state.reference.append(
                 _Trial(
-                    expected=header["expected"],
+                    expected=event.expected,
                     outputs=tensors[:n_out],
                     grads=tensors[n_out:],
-                    baseline_rel_l2=header["baseline_rel_l2"],
-                    baseline_grad_rel_l2=header["baseline_grad_rel_l2"],
-                    baseline_max_abs=header["baseline_max_abs"],
-                    baseline_grad_max_abs=header["baseline_grad_max_abs"],
+                    baseline_rel_l2=list(event.baseline_rel_l2),
+                    baseline_grad_rel_l2=list(event.baseline_grad_rel_l2),
+                    baseline_max_abs=list(event.baseline_max_abs),
+                    baseline_grad_max_abs=list(event.baseline_grad_max_abs),
                 )
             )
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
-        evaluation = Evaluation()
-        by_name = {s.config.name: s for s in self.states}
-        results: dict[str, ConfigResult] = {}
-        current: _ConfigCheck | None = None
-        deadline = time.monotonic() + STARTUP_S
-        failure: tuple[str, str] | None = None
-        lap = time.monotonic()
-
-        def phase(name: str) -> None:
-            nonlocal lap
-            now = time.monotonic()
-            evaluation.phases_s[name] = evaluation.phases_s.get(name, 0.0) + now - lap
-            lap = now
-
-        while failure is None:
-            try:
-                header, tensors = worker.read(deadline)
-            except ChannelTimeout:
-                where = f"config {current.config.label()}" if current else "start-up (import)"
-                limit = self.task.spec.timeout_s if current else STARTUP_S
-                failure = ("timeout", f"no progress within {limit:g} s during {where}")
-                break
-            except ChannelClosed:
-                finished = worker.finish()
-                where = f" during config {current.config.label()}" if current else ""
-                how = (
-                    f"was killed by {finished.signal_name}"
-                    if finished.signal_name
-                    else f"exited with code {finished.returncode}"
-                )
-                failure = ("crash", f"the submission's process {how}{where}")
-                break
-            except ProtocolError as err:
-                failure = ("rejected", f"the submission's process broke the result protocol: {err}")
-                break
-            event = header.get("event")
-            _trace(self.task, "candidate", header, tensors)
-            if event == "loaded":
-                phase("startup")
-                deadline = time.monotonic() + STARTUP_S
-            elif event == "config_start":
-                current = _ConfigCheck(self.task, by_name[header["config"]], self.request.device)
-                deadline = time.monotonic() + self.task.spec.timeout_s
-            elif event == "trial" and current is not None:
-                checking = time.monotonic()
-                current.check_trial(header, tensors)
-                # The judge's own share of `correctness` (the rest is the candidate's worker).
-                spent = time.monotonic() - checking
-                evaluation.phases_s["compare"] = evaluation.phases_s.get("compare", 0.0) + spent
-            elif event == "config_done" and current is not None:
-                results[current.config.name] = current.result()
-                current = None
-                deadline = time.monotonic() + self.task.spec.timeout_s
-            elif event == "done":
-                phase("timing" if "correctness" in evaluation.phases_s else "correctness")
-                finished = worker.finish(grace_s=10)
-                break
-            elif event == "checked":
-                phase("correctness")
-                timed = self._to_time(results)
-                worker.send({"command": "time", "configs": timed} if timed else {"command": "stop"})
-                deadline = time.monotonic() + self.task.spec.timeout_s
-            elif event == "timing_start":
-                timing_config = header["config"]
-                cap = by_name[timing_config].timing["plan"]["time_cap_s"]  # type: ignore[index]
-                deadline = time.monotonic() + cap + self.task.spec.timeout_s
-            elif event == "timed":
-                name = header["config"]
-                results[name], problem = self._timed(by_name[name], results[name], header, tensors)
-                # The worker's split of its timing (warm-up, pairs, cross-checks): diagnostics
-                # only, from an untrusted process, so nothing is decided on them.
-                for step, seconds in _phases(header["summary"].get("phases")).items():
-                    key = f"timing.{step}"
-                    evaluation.phases_s[key] = evaluation.phases_s.get(key, 0.0) + seconds
-                if problem:
-                    failure = ("rejected", f"config {by_name[name].config.label()}: {problem}")
-                evaluation.environment.update(_clock_environment(name, header.get("clocks", {})))
-                deadline = time.monotonic() + self.task.spec.timeout_s
-            elif event == "build_error":
-                failure = (
-                    "build_error",
-                    f"importing the submission failed:\n{header['traceback']}",
-                )
-            elif event == "call_error":
-                failure = (
-                    "crash",
-                    f"the submission raised on config {header['config']} "
-                    f"(trial {header['trial']}):\n{header['traceback']}",
-                )
-            elif event == "forbidden_ops":
-                failure = (
-                    "rejected",
-                    f"on config {header['config']} the submission ran PyTorch operations that do "
-                    f"the task's work instead of its own kernels: {', '.join(header['ops'])}",
-                )
-            elif event == "tampered":
-                failure = (
-                    "rejected",
-                    "the submission replaced functions the judge relies on: "
-                    + ", ".join(header["what"]),
-                )
-            elif event == "worker_error":
-                failure = ("crash", f"the submission's process failed:\n{header['traceback']}")
-            else:
-                failure = ("rejected", f"unexpected message on the result channel: {event!r}")
-        finished = worker.finish()
-        if current is not None and failure is not None:
-            results[current.config.name] = current.result(failure=failure[1])
-        evaluation.results = [
-            results.get(s.config.name, ConfigResult(config=s.config)) for s in self.states
-        ]
-        evaluation.stdout, evaluation.stderr = finished.stdout, finished.stderr
-        if failure is not None:
-            evaluation.failure = failure[0]  # type: ignore[assignment]
-            evaluation.reason = failure[1]
-        return evaluation
+        session = _CandidateSession(self, worker)
+        return session.run()
 
     def _to_time(self, results: dict[str, ConfigResult]) -> list[str]:
         """Configs worth timing: all of them, when every checked config was right."""
@@ -523,29 +532,41 @@ class _Evaluation:
         self,
         state: _ConfigState,
         result: ConfigResult,
-        header: dict[str, Any],
-        tensors: list[torch.Tensor],
+        event: protocol.Timed,
+        sampled: dict[int, list[torch.Tensor]],
+        walls: dict[str, dict[int, float]],
     ) -> tuple[ConfigResult, str]:
         """The config's result with its timing; a problem that makes the times untrustworthy."""
-        summary = header["summary"]
+        summary = event.summary
         spec = self.task.spec
-        reported = [int(position) for position, _ in header["samples"]]
-        if sorted(reported) != sorted(state.samples):
-            return result, f"the timed calls kept for checking are {reported}, not the judge's"
-        # Timed calls run on scaled inputs, where even the baseline can be further from the
+        pairs = len(summary.candidate_us)
+        if len(summary.baseline_us) != pairs or summary.count != pairs or pairs == 0:
+            return result, (
+                f"the timing reports {summary.count} pairs with {len(summary.baseline_us)} "
+                f"baseline and {pairs} candidate times"
+            )
+        if len(walls["candidate"]) + 1 < pairs:
+            return result, f"the timing reports {pairs} pairs; the judge saw fewer calls"
+        missing = [p for p in state.sampled if p not in sampled]
+        if missing:
+            return result, f"the outputs of the checked timed calls {missing} never came"
+        # Timed calls run on perturbed inputs, where even the baseline can be further from the
         # float64 reference than the trials' element-wise tolerance: the output of a timed call
         # is held to the relative L2 bound over the baseline's error on that very call, and to
         # the reference's NaN/Inf pattern.
-        offset = 0
-        for position, count in header["samples"]:
-            outputs = tensors[offset : offset + count]
-            offset += count
-            sample = state.samples[int(position)]
+        for position in state.sampled:
+            outputs = sampled[position]
+            sample = state.samples[position]
             if len(outputs) != len(sample.outputs):
                 return result, f"timed call {position} returned {len(outputs)} outputs"
             for out, want, base_err in zip(
                 outputs, sample.outputs, sample.baseline_rel_l2, strict=True
             ):
+                if out.shape != want.shape:
+                    return result, (
+                        f"timed call {position} returned shape {list(out.shape)}, "
+                        f"not {list(want.shape)}"
+                    )
                 bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, base_err)
                 check = correctness.compare(
                     out,
@@ -564,26 +585,329 @@ class _Evaluation:
                         }
                     )
                     return wrong, ""
+        disagreement = clock_disagreement(
+            summary.baseline_us, summary.candidate_us, walls["baseline"], walls["candidate"]
+        )
         sol = _sol_us(self.task, state.config, self.request.device)
-        candidate_us = float(summary["candidate"])
+        candidate_us = float(summary.candidate)
         timing_record = Timing(
             unit="us",
-            baseline=float(summary["baseline"]),
+            baseline=float(summary.baseline),
             candidate=candidate_us,
-            baseline_iqr=float(summary["baseline_iqr"]),
-            candidate_iqr=float(summary["candidate_iqr"]),
-            speedup=float(summary["speedup"]),
-            speedup_ci=(float(summary["speedup_ci"][0]), float(summary["speedup_ci"][1])),
-            count=int(summary["count"]),
-            compiled_baseline=summary.get("compiled"),
+            baseline_iqr=float(summary.baseline_iqr),
+            candidate_iqr=float(summary.candidate_iqr),
+            speedup=float(summary.speedup),
+            speedup_ci=(float(summary.speedup_ci[0]), float(summary.speedup_ci[1])),
+            count=pairs,
+            compiled_baseline=summary.compiled,
             sol=sol,
             sol_fraction=sol / candidate_us if sol is not None and candidate_us > 0 else None,
-            kernels=list(summary.get("kernels", [])),
-            host_us=summary.get("host_us"),
-            event_us=summary.get("event_us"),
-            spin_us=summary.get("spin_us"),
+            kernels=list(summary.kernels),
+            host_us=summary.host_us,
+            event_us=summary.event_us,
+            spin_us=summary.spin_us,
         )
-        return result.model_copy(update={"timing": timing_record}), str(summary.get("problem", ""))
+        return result.model_copy(update={"timing": timing_record}), (
+            summary.problem or disagreement
+        )
+
+
+class _CandidateSession:
+    """Reads the candidate worker's events, each checked against the one expected next.
+
+    The candidate's process ran untrusted code that can write to this channel: a frame out of
+    order, repeated, forged or missing is a breach of the protocol and a verdict naming it,
+    never a pass and never a traceback.
+    """
+
+    def __init__(self, evaluation: _Evaluation, worker: _Worker) -> None:
+        self.ev = evaluation
+        self.task = evaluation.task
+        self.worker = worker
+        self.states = evaluation.states
+        self.result = Evaluation()
+        self.results: dict[str, ConfigResult] = {}
+        self.current: _ConfigCheck | None = None
+        self.lap = time.monotonic()
+
+    def phase(self, name: str) -> None:
+        now = time.monotonic()
+        phases = self.result.phases_s
+        phases[name] = phases.get(name, 0.0) + now - self.lap
+        self.lap = now
+
+    def run(self) -> Evaluation:
+        failure: tuple[str, str] | None
+        try:
+            failure = self._converse()
+        except _Breach as breach:
+            failure = ("rejected", f"the submission's process broke the result protocol: {breach}")
+        except _Ended as ended:
+            failure = (ended.status, ended.reason)
+        finished = self.worker.finish()
+        if self.current is not None and failure is not None:
+            self.results[self.current.config.name] = self.current.result(failure=failure[1])
+        self.result.results = [
+            self.results.get(s.config.name, ConfigResult(config=s.config)) for s in self.states
+        ]
+        self.result.stdout, self.result.stderr = finished.stdout, finished.stderr
+        if failure is None and any(r.correct is None for r in self.result.results):
+            # A result never reported is never a pass.
+            failure = ("rejected", "the submission's process ended without reporting every config")
+        if failure is not None:
+            self.result.failure = failure[0]  # type: ignore[assignment]
+            self.result.reason = failure[1]
+        return self.result
+
+    def _next(self, limit_s: float, where: str) -> tuple[protocol.Event, list[torch.Tensor]]:
+        """The next event; a failure event ends the session with its verdict."""
+        try:
+            event, tensors = self.worker.read_event(time.monotonic() + limit_s)
+        except ChannelTimeout:
+            raise _Ended("timeout", f"no progress within {limit_s:g} s during {where}") from None
+        except ChannelClosed:
+            finished = self.worker.finish()
+            if finished.returncode == protocol.BREACH_EXIT:
+                said = finished.stderr.strip().splitlines()
+                raise _Ended(
+                    "rejected",
+                    "the submission's process was stopped reaching around the judge during "
+                    f"{where}: {said[-1][:300] if said else 'no message'}",
+                ) from None
+            if finished.returncode == confine.SETUP_FAILED and "confine:" in finished.stderr:
+                raise JudgeError(
+                    f"cannot confine the candidate's process: {finished.stderr.strip()[-500:]}"
+                ) from None
+            how = (
+                f"was killed by {finished.signal_name}"
+                if finished.signal_name
+                else f"exited with code {finished.returncode}"
+            )
+            raise _Ended("crash", f"the submission's process {how} during {where}") from None
+        except (ProtocolError, protocol.BadFrame) as err:
+            raise _Breach(str(err)) from None
+        _trace(self.task, "candidate", event, tensors)
+        self._raise_failure(event)
+        return event, tensors
+
+    def _raise_failure(self, event: protocol.Event) -> None:
+        if isinstance(event, protocol.BuildFailed):
+            raise _Ended(
+                "build_error",
+                f"importing the submission failed:\n{self.ev.shown(event.traceback)}",
+            )
+        if isinstance(event, protocol.CallFailed):
+            raise _Ended(
+                "crash",
+                f"the submission raised on config {event.config} (trial {event.trial}):\n"
+                f"{self.ev.shown(event.traceback)}",
+            )
+        if isinstance(event, protocol.ForbiddenOps):
+            raise _Ended(
+                "rejected",
+                f"on config {event.config} the submission ran PyTorch operations that do the "
+                f"task's work instead of its own kernels: {', '.join(event.ops)}",
+            )
+        if isinstance(event, protocol.Tampered):
+            raise _Ended(
+                "rejected",
+                "the submission replaced functions the judge relies on: " + ", ".join(event.what),
+            )
+        if isinstance(event, protocol.WorkerFailed):
+            raise _Ended(
+                "crash", f"the submission's process failed:\n{self.ev.shown(event.traceback)}"
+            )
+
+    def _expect(self, event: protocol.Event, kind: type[_E], what: str) -> _E:
+        if not isinstance(event, kind):
+            raise _Breach(f"expected {what}, got a '{event.event}' frame")
+        return event
+
+    def _converse(self) -> tuple[str, str] | None:
+        timeout = self.task.spec.timeout_s
+        event, _ = self._next(STARTUP_S, "start-up (import)")
+        self._expect(event, protocol.Loaded, "'loaded'")
+        self.phase("startup")
+        for state in self.states:
+            name = state.config.name
+            event, _ = self._next(STARTUP_S, f"config {state.config.label()}")
+            start = self._expect(event, protocol.ConfigStart, f"the start of config {name}")
+            if start.config != name:
+                raise _Breach(f"expected the start of config {name}, got {start.config!r}")
+            self.current = check = _ConfigCheck(self.task, state, self.ev.request.device)
+            for index in range(len(state.trials)):
+                event, tensors = self._next(timeout, f"config {state.config.label()}")
+                trial = self._expect(event, protocol.CandidateTrial, f"trial {index} of {name}")
+                if trial.config != name or trial.trial != index:
+                    raise _Breach(
+                        f"expected trial {index} of config {name}, got trial {trial.trial} of "
+                        f"{trial.config!r}"
+                    )
+                checking = time.monotonic()
+                check.check_trial(trial, tensors)
+                if not check.reason and trial.own_kernels == 0 and self.ev.watched:
+                    # Right, but not by the submission's own kernels (correctness comes first:
+                    # a wrong answer is `incorrect` however it was made).
+                    raise _Ended(
+                        "rejected",
+                        f"on config {state.config.label()} (trial {index}) the submission "
+                        "launched none of its own Triton kernels: the work was done some other way",
+                    )
+                # The judge's own share of `correctness` (the rest is the candidate's worker).
+                phases = self.result.phases_s
+                phases["compare"] = phases.get("compare", 0.0) + time.monotonic() - checking
+            event, _ = self._next(timeout, f"config {state.config.label()}")
+            done = self._expect(event, protocol.ConfigDone, f"the end of config {name}")
+            if done.config != name:
+                raise _Breach(f"expected the end of config {name}, got {done.config!r}")
+            self.results[name] = check.result()
+            self.current = None
+        timed = [s for s in self.states if s.timing is not None]
+        event, _ = self._next(timeout, "the end of the checks")
+        if not timed:
+            self._expect(event, protocol.Done, "'done'")
+            self.phase("correctness")
+            return None
+        self._expect(event, protocol.Checked, "'checked'")
+        self.phase("correctness")
+        names = self.ev._to_time(self.results)
+        self.worker.send(protocol.Command(command="time" if names else "stop", configs=names))
+        failure = None
+        for name in names:
+            failure = self._time(next(s for s in self.states if s.config.name == name))
+            if failure is not None:
+                return failure
+        event, _ = self._next(timeout, "the end of timing")
+        self._expect(event, protocol.Done, "'done'")
+        self.phase("timing")
+        return None
+
+    def _time(self, state: _ConfigState) -> tuple[str, str] | None:
+        """One config's timing: every call bracketed by the judge's clock, secret samples."""
+        assert state.timing is not None
+        name = state.config.name
+        timeout = self.task.spec.timeout_s
+        cap = state.timing.plan.time_cap_s
+        where = f"the timing of config {state.config.label()}"
+        event, _ = self._next(timeout, where)
+        start = self._expect(event, protocol.TimingStart, f"the start of timing {name}")
+        if start.config != name:
+            raise _Breach(f"expected the timing of config {name}, got {start.config!r}")
+        walls: dict[str, dict[int, float]] = {"baseline": {}, "candidate": {}}
+        sampled: dict[int, list[torch.Tensor]] = {}
+        secret = set(state.sampled)
+        expected = _pair_order(0)
+        pair, step, sent_at = 0, 0, None
+        max_pairs = state.timing.plan.max_pairs
+        while True:
+            event, tensors = self._next(cap + timeout, where)
+            if isinstance(event, protocol.Timed):
+                break
+            call = self._expect(event, protocol.CallMade, "a timed call or the timing")
+            arrived = time.monotonic()
+            if pair >= max_pairs or call.role != expected[step] or call.position != pair:
+                raise _Breach(
+                    f"expected the {expected[step]} call of pair {pair}, got the {call.role} "
+                    f"call of pair {call.position}"
+                )
+            if sent_at is not None:
+                walls[call.role][pair] = (arrived - sent_at) * 1e6
+            keep = call.role == "candidate" and pair in secret
+            sent_at = time.monotonic()
+            self.worker.send(protocol.Command(command="next", keep=keep))
+            if keep:
+                event, tensors = self._next(timeout, where)
+                out = self._expect(event, protocol.SampledOutput, f"the output of call {pair}")
+                if out.position != pair or out.count != len(tensors):
+                    raise _Breach(f"the sampled output of call {pair} does not match")
+                sampled[pair] = tensors
+                # The copy is the worker's, outside the bracket of the next call.
+                sent_at = time.monotonic()
+            step += 1
+            if step == 2:
+                pair, step = pair + 1, 0
+                expected = _pair_order(pair)
+        timed = event
+        if timed.config != name or step != 0:
+            raise _Breach(f"the timing of config {name} ended in the middle of a pair")
+        self.results[name], problem = self.ev._timed(
+            state, self.results[name], timed, sampled, walls
+        )
+        # The worker's split of its timing (warm-up, pairs, cross-checks): diagnostics only,
+        # from an untrusted process, so nothing is decided on them.
+        for step_name, seconds in _phases(timed.summary.phases).items():
+            key = f"timing.{step_name}"
+            self.result.phases_s[key] = self.result.phases_s.get(key, 0.0) + seconds
+        self.result.environment.update(_clock_environment(name, timed.clocks))
+        if problem:
+            return ("rejected", f"config {state.config.label()}: {problem}")
+        return None
+
+
+_E = TypeVar("_E", bound=BaseModel)
+
+
+class _Breach(Exception):
+    """The candidate's worker broke the protocol (the message says how)."""
+
+
+class _Ended(Exception):
+    """The candidate's evaluation ended with a verdict (a failure the worker reported)."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _pair_order(pair: int) -> tuple[str, str]:
+    """The order of the two calls of a timed pair (as `timing.measure` runs them)."""
+    return ("baseline", "candidate") if pair % 2 == 0 else ("candidate", "baseline")
+
+
+_FRAME = re.compile(r'^  File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
+#: Characters of an exception's message kept in a reason.
+MESSAGE_CHARS = 2000
+
+
+def shown_traceback(text: str, submission_dir: str, task_root: str) -> str:
+    """`text` (a Python traceback) with only the frames in `submission_dir`, paths shortened."""
+    lines = text.splitlines()
+    kept: list[str] = []
+    hidden = 0
+    index = 0
+    prefix = submission_dir.rstrip("/") + "/" if submission_dir else None
+    while index < len(lines):
+        line = lines[index]
+        frame = _FRAME.match(line)
+        if frame is None:
+            if not line.startswith("    ") or not kept or kept[-1].startswith("  File"):
+                kept.append(line)
+            index += 1
+            continue
+        # A frame's source line (and its ^^^ marker) follow it, indented by four.
+        body = []
+        index += 1
+        while index < len(lines) and lines[index].startswith("    "):
+            body.append(lines[index])
+            index += 1
+        path = frame["path"]
+        if prefix is not None and path.startswith(prefix):
+            if hidden:
+                kept.append(f"  [{hidden} frame(s) outside the submission]")
+                hidden = 0
+            func = f", in {frame['func']}" if frame["func"] else ""
+            kept.append(f'  File "{path.removeprefix(prefix)}", line {frame["line"]}{func}')
+            kept.extend(body)
+        else:
+            hidden += 1
+    if hidden:
+        kept.append(f"  [{hidden} frame(s) outside the submission]")
+    shown = "\n".join(kept)
+    for secret in (task_root, submission_dir):
+        if secret:
+            shown = shown.replace(secret, "<judge>")
+    return shown if len(shown) <= MESSAGE_CHARS * 3 else shown[: MESSAGE_CHARS * 3] + "\n[...]"
 
 
 def _device_held(device: str) -> AbstractContextManager[float | None]:
@@ -596,7 +920,7 @@ def _device_held(device: str) -> AbstractContextManager[float | None]:
     return contextlib.nullcontext()
 
 
-def _trace(task: Task, role: str, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
+def _trace(task: Task, role: str, event: protocol.Event, tensors: list[torch.Tensor]) -> None:
     """Each message from a worker, at debug level (`gauntlet -v`): where a slow judgment is."""
     if logger.isEnabledFor(logging.DEBUG):
         size = sum(t.numel() * t.element_size() for t in tensors)
@@ -604,22 +928,16 @@ def _trace(task: Task, role: str, header: dict[str, Any], tensors: list[torch.Te
             "%s %s worker: %s %s %s (%.1f MB)",
             task.task_id,
             role,
-            header.get("event"),
-            header.get("config", ""),
-            header.get("trial", header.get("position", "")),
+            event.event,
+            getattr(event, "config", ""),
+            getattr(event, "trial", getattr(event, "position", "")),
             size / 1e6,
         )
 
 
-def _phases(value: Any) -> dict[str, float]:
-    """A worker's phase times, kept only where they are names and finite seconds."""
-    if not isinstance(value, dict):
-        return {}
-    return {
-        str(k)[:40]: float(v)
-        for k, v in list(value.items())[:20]
-        if isinstance(v, int | float) and math.isfinite(v)
-    }
+def _phases(value: dict[str, float]) -> dict[str, float]:
+    """A worker's phase times, kept only where they are finite seconds."""
+    return {k[:40]: float(v) for k, v in list(value.items())[:20] if math.isfinite(v)}
 
 
 def _compare_device(device: str) -> str:
@@ -637,7 +955,7 @@ def _sol_us(task: Task, config: Config, device: str) -> float | None:
     return sol_seconds(task, config, device_peaks(device)) * 1e6
 
 
-def _clock_environment(config: str, clocks: dict[str, dict[str, float]]) -> dict[str, str]:
+def _clock_environment(config: str, clocks: Mapping[str, Mapping[str, float]]) -> dict[str, str]:
     return {
         f"clocks.{config}.{when}.{key}": f"{value:g}"
         for when, values in clocks.items()
@@ -665,24 +983,43 @@ class _ConfigCheck:
         if not self.reason:
             self.reason = reason
 
-    def check_trial(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
-        index = int(header["trial"])
+    def check_trial(self, event: protocol.CandidateTrial, tensors: list[torch.Tensor]) -> None:
+        index = event.trial
         self.trials += 1
         if self.reason:
             return
         ref = self.state.reference[index]
         trial = self.state.trials[index]
-        where = f"trial {index} ({trial['distribution']} inputs)"
-        meta_problem = correctness.check_meta(ref.expected, header["output"], self.device)
+        where = f"trial {index} ({trial.distribution} inputs)"
+        meta_problem = correctness.check_meta(ref.expected, event.output, self.device)
         if meta_problem:
             self._fail(f"{where}: {meta_problem}")
             return
-        if header["mutated"]:
-            names = ", ".join(f"'{n}'" for n in header["mutated"])
+        if event.mutated:
+            names = ", ".join(f"'{n}'" for n in event.mutated)
             self._fail(f"{where}: the submission changed its input {names} in place")
             return
         n_out = len(ref.outputs)
         spec = self.task.spec
+        n_grads = len(spec.backward.wrt) if spec.backward else 0
+        present = event.grads or []
+        expected_tensors = n_out + sum(present)
+        if len(tensors) != expected_tensors or (spec.backward and len(present) != n_grads):
+            self._fail(
+                f"{where}: the result holds {len(tensors)} tensors, not the {n_out} outputs"
+                + (f" and {n_grads} gradients" if spec.backward else "")
+                + " asked for"
+            )
+            return
+        for i, (arrived, info) in enumerate(zip(tensors, ref.expected.items, strict=False)):
+            # The bytes that came, not the worker's description of them, must fit.
+            dtype = str(arrived.dtype).removeprefix("torch.")
+            if dtype != info.dtype or list(arrived.shape) != info.shape:
+                self._fail(
+                    f"{where}: output {i} arrived as {dtype} {list(arrived.shape)}, expected "
+                    f"{info.dtype} {info.shape}"
+                )
+                return
         tol = correctness.tolerance_for(spec.tolerance, self.config.dtype)
         pairs: list[tuple[str, torch.Tensor, torch.Tensor, float, float]] = []
         for i in range(n_out):
@@ -691,10 +1028,9 @@ class _ConfigCheck:
                 (label, tensors[i], ref.outputs[i], ref.baseline_rel_l2[i], ref.baseline_max_abs[i])
             )
         if spec.backward:
-            present = header.get("grads", [])
-            missing = [n for n, ok in zip(spec.backward.wrt, present, strict=False) if not ok]
-            if missing or len(present) != len(spec.backward.wrt):
-                self._fail(f"{where}: no gradient for {missing or spec.backward.wrt}")
+            missing = [n for n, ok in zip(spec.backward.wrt, present, strict=True) if not ok]
+            if missing:
+                self._fail(f"{where}: no gradient for {missing}")
                 return
             for j, name in enumerate(spec.backward.wrt):
                 grad = tensors[n_out + j]
@@ -733,8 +1069,10 @@ class _ConfigCheck:
             if not result.ok:
                 self._fail(f"{where}: {result.reason}")
                 return
-        if "repeat_max_diff" in header:
-            diff = header["repeat_max_diff"]
+        if index == 0 and not event.repeated:
+            self._fail(f"{where}: the repeated call on the same input was not reported")
+        elif event.repeated:
+            diff = event.repeat_max_diff
             det = spec.determinism
             if diff is None:
                 self._fail(f"{where}: a second call on the same input returned another type")
@@ -760,10 +1098,35 @@ class _ConfigCheck:
         )
 
 
-def worker_env(tmp: Path, device: str = "cpu") -> dict[str, str]:
+def shared_triton_cache() -> Path:
+    """The Triton cache that trusted workers write and candidates only read."""
+    return Path(os.environ.get("TRITON_CACHE_DIR") or settings.CACHE_DIR / "triton")
+
+
+def _import_paths(task_root: Path) -> list[Path]:
+    """Folders on this interpreter's import path that a worker may see (read-only).
+
+    A folder that holds the task (a repository root put on PYTHONPATH) is left out: the task's
+    expert and hidden configs lie there.
+    """
+    task = task_root.resolve()
+    system = [Path(d) for d in confine.SYSTEM_DIRS]
+    found: list[Path] = []
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        shown = path.is_dir() and not task.is_relative_to(path)
+        if shown and path not in found and not any(path.is_relative_to(d) for d in system):
+            found.append(path)
+    return found
+
+
+def worker_env(tmp: Path, device: str = "cpu", *, private_cache: bool = False) -> dict[str, str]:
     """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR.
 
-    A worker for `cuda:N` sees only GPU N (as its device 0).
+    A worker for `cuda:N` sees only GPU N (as its device 0). `private_cache` (a candidate's):
+    Triton writes to the worker's own folder and reads the trusted shared cache first
+    (`triton_cache.py`: a shared cache it could write would let it plant compiled kernels that a
+    later judgment, of the baseline too, would load).
     """
     env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
     if device.startswith(("cuda:", "rocm:")):
@@ -781,31 +1144,46 @@ def worker_env(tmp: Path, device: str = "cpu") -> dict[str, str]:
     # Triton's compiled kernels are keyed by a hash of their source and options, so sharing
     # the cache between candidates on a GPU makes warm builds without letting one submission
     # reach another's kernels. The interpreter (CPU) compiles nothing.
-    shared = settings.CACHE_DIR / "triton"
-    env.setdefault("TRITON_CACHE_DIR", str(shared if device != "cpu" else tmp / "triton-cache"))
+    if device == "cpu":
+        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+    elif private_cache:
+        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+        env["TRITON_CACHE_MANAGER"] = "gauntlet.judge.triton_cache:TrustedFirstCache"
+        env[settings.TRITON_TRUSTED_CACHE_ENV] = str(shared_triton_cache())
+    else:
+        env["TRITON_CACHE_DIR"] = str(shared_triton_cache())
     return env
 
 
 class _Worker:
     """A worker process with its request sent and its result channel open."""
 
-    def __init__(self, request: dict[str, Any], tmp: Path, device: str) -> None:
+    def __init__(
+        self,
+        request: protocol.WorkerRequest,
+        tmp: Path,
+        device: str,
+        confinement: confine.Confinement | None = None,
+    ) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
         request_r, request_w = os.pipe()
         # A socket, so that large frames can pass sealed memory files (channel.py).
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         result_r, result_w = ours.detach(), theirs.detach()
-        limit = int(request.get("memory_limit_bytes") or 0)
+        limit = request.memory_limit_bytes
         preexec: Callable[[], None] | None = None
         if limit:
 
             def preexec() -> None:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
+        argv = [sys.executable, "-m", "gauntlet.judge.worker", str(request_r), str(result_w)]
+        if confinement is not None:
+            argv = confine.confined_argv(argv, confinement)
         try:
             self.child = process.Child(
-                [sys.executable, "-m", "gauntlet.judge.worker", str(request_r), str(result_w)],
-                env=worker_env(tmp, device),
+                argv,
+                env=worker_env(tmp, device, private_cache=confinement is not None),
                 cwd=tmp,
                 pass_fds=(request_r, result_w),
                 preexec=preexec,
@@ -818,35 +1196,39 @@ class _Worker:
         self.result_fd = result_r
         self.reader = FrameReader(result_r)
         self._finished: process.Finished | None = None
-        self._early: tuple[dict[str, Any], list[torch.Tensor]] | Exception | None = None
+        self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
         """What came instead of 'ready' (a frame or the channel's error), for the next read."""
 
     def await_ready(self, deadline: float) -> None:
         """Wait until the worker has imported its trusted code and waits to be started.
 
-        Anything else that comes (an error report, a closed channel, a timeout) is kept for the
-        next `read`, where the collectors turn it into a verdict or a judge error.
+        Anything else that comes (an error report, a closed channel, a timeout, a bad frame)
+        is kept for the next `read_event`, where the collectors turn it into a verdict or a
+        judge error.
         """
         try:
-            frame = self.reader.read(deadline)
-        except (ChannelClosed, ChannelTimeout, ProtocolError) as err:
+            frame = self.read_event(deadline)
+        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
             self._early = err
             return
-        if frame[0].get("event") != "ready":
+        if not isinstance(frame[0], protocol.Ready):
             self._early = frame
 
-    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The next frame from the worker."""
+    def read_event(self, deadline: float | None) -> tuple[protocol.Event, list[torch.Tensor]]:
+        """The next event from the worker, validated (`protocol.BadFrame` if it is none)."""
         early, self._early = self._early, None
         if isinstance(early, Exception):
             raise early
-        return early if early is not None else self.reader.read(deadline)
+        if early is not None:
+            return early
+        header, tensors = self.reader.read(deadline)
+        return protocol.parse_event(header), tensors
 
-    def send(self, header: dict[str, Any]) -> None:
+    def send(self, message: protocol.WorkerRequest | protocol.Command) -> None:
         """A frame on the command pipe (the request, then commands such as 'time')."""
         try:
-            write_frame(self.command_fd, header)
-        except BrokenPipeError:
+            write_frame(self.command_fd, message.model_dump())
+        except (BrokenPipeError, ConnectionResetError):
             logger.debug("a worker closed its command pipe before reading")
 
     def finish(self, grace_s: float = 0.0) -> process.Finished:

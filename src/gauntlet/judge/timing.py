@@ -4,13 +4,16 @@ Imported by the worker before the submission, so the functions here are trusted 
 identities are checked after the submission loads. Per config:
 
 - baseline and candidate are timed interleaved (A B, B A, ...) so drift cancels in the ratio;
-- every call gets fresh inputs: each floating input is the config's base input times a scale
-  drawn per call (one elementwise pass, outside the timed window), so no cache keyed on pointer,
-  shape or content can replay an earlier answer, and the judge can recompute any call's input;
+- every call gets fresh inputs: each floating element is the config's base input times its own
+  factor in [1/2, 2], drawn per call from the call's seed (outside the timed window), so no cache
+  keyed on pointer, shape, content or a probe of a few elements can replay or rescale an earlier
+  answer, and the judge can recompute any call's input;
 - the L2 cache is flushed before every call by writing a buffer several times its size;
 - the flush, the start event, the call and the end event are queued back to back; the device is
   synchronised after the end event (never between the flush and the start event);
-- the outputs of calls at secret positions are kept and sent back for the judge to check;
+- after each timed call the worker reports to the judge and waits: the judge's clock brackets
+  every call from outside the candidate's process, and the judge decides then, after the call
+  ran, whether to check its output (the positions are never in the candidate's process);
 - pairs are added in rounds until the 95% confidence interval of the median speedup is within
   the target width, or a time or count cap;
 - afterwards a host-clock pass and a profiler pass look for work the events missed (work on
@@ -67,10 +70,8 @@ class Laps:
 class TimingPlan:
     """How to time one config; sent by the orchestrator."""
 
-    scales: list[float]
-    """The scale of the floating inputs for call k (k-th pair)."""
-    sample_positions: list[int]
-    """Pairs whose candidate outputs are kept for checking."""
+    call_seeds: list[int]
+    """The seed of the inputs of call k (k-th pair; warm-up calls reuse the first ones)."""
     min_pairs: int = 20
     max_pairs: int = 2000
     target_ci: float = 0.01
@@ -89,7 +90,6 @@ class Measurement:
 
     baseline_us: list[float] = field(default_factory=list)
     candidate_us: list[float] = field(default_factory=list)
-    samples: list[tuple[int, list[torch.Tensor]]] = field(default_factory=list)
     host_us: float = 0.0
     """Median host-clock time per candidate call (device-synchronised) in the cross-check."""
     event_us: float = 0.0
@@ -118,6 +118,8 @@ class Measurement:
             "speedup": statistics.median(ratios),
             "speedup_ci": [low, high],
             "count": len(ratios),
+            "baseline_us": self.baseline_us,
+            "candidate_us": self.candidate_us,
             "host_us": self.host_us,
             "event_us": self.event_us,
             "launch_overhead_us": self.launch_overhead_us,
@@ -158,7 +160,7 @@ def ci_width(values: Sequence[float]) -> float:
 
 
 class _Inputs:
-    """Fresh inputs per call: floating inputs are the base times this call's scale."""
+    """Fresh inputs per call: floating inputs are the base times per-element factors."""
 
     def __init__(self, base: dict[str, Any], wrt: Sequence[str]) -> None:
         import torch
@@ -167,14 +169,11 @@ class _Inputs:
         self.wrt = set(wrt)
         self.slot = {k: torch.empty_like(v) if _scalable(v) else v for k, v in base.items()}
 
-    def prepare(self, scale: float) -> list[Any]:
-        import torch
-
+    def prepare(self, call_seed: int) -> list[Any]:
         args = []
-        for name, value in self.base.items():
+        for index, (name, value) in enumerate(self.base.items()):
             if _scalable(value):
-                target = self.slot[name]
-                torch.mul(value, scale, out=target)
+                target = _perturb_into(self.slot[name], value, call_seed, index)
                 if name in self.wrt:
                     target = target.detach().requires_grad_(True)
                 args.append(target)
@@ -189,11 +188,34 @@ def _scalable(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def scaled_inputs(base: dict[str, Any], scale: float) -> dict[str, Any]:
-    """The inputs of a call with this scale, exactly as the timing loop makes them."""
+#: Per-element factors of a timed call's inputs lie in [1/FACTOR_RANGE, FACTOR_RANGE]: wide
+#: enough that an earlier call's output is far outside any tolerance of this one's.
+FACTOR_RANGE = 2.0
+
+
+def _perturb_into(slot: torch.Tensor, base: torch.Tensor, call_seed: int, index: int) -> Any:
+    """`slot` = `base` times per-element factors drawn from the call's seed (in place).
+
+    The same operations in the same dtype on the same device give the same bits, so the
+    reference worker rebuilds a sampled call's inputs exactly (`perturbed_inputs`). Positive
+    factors keep signs, zeros and special values (inf, NaN) where they were.
+    """
     import torch
 
-    return {k: torch.mul(v, scale) if _scalable(v) else v for k, v in base.items()}
+    generator = torch.Generator(device=base.device).manual_seed((call_seed + index) % (1 << 63))
+    log_range = math.log(FACTOR_RANGE)
+    slot.uniform_(-log_range, log_range, generator=generator).exp_().mul_(base)
+    return slot
+
+
+def perturbed_inputs(base: dict[str, Any], call_seed: int) -> dict[str, Any]:
+    """The inputs of the call with this seed, exactly as the timing loop makes them."""
+    import torch
+
+    return {
+        k: _perturb_into(torch.empty_like(v), v, call_seed, i) if _scalable(v) else v
+        for i, (k, v) in enumerate(base.items())
+    }
 
 
 def _call(fn: Callable[..., Any], args: list[Any], wrt_idx: list[int]) -> Any:
@@ -217,12 +239,15 @@ def measure(
     wrt: Sequence[str],
     plan: TimingPlan,
     l2_bytes: int,
+    after_call: Callable[[str, int, Any], None],
     compiled: Callable[..., Any] | None = None,
 ) -> Measurement:
     """Time candidate against baseline on one config, then cross-check the measurement.
 
-    `compiled` (for `torch2*` tracks: `torch.compile` of the reference) is timed after the
-    pairs, under the same protocol, for the record only.
+    `after_call(role, pair, output)` runs after every timed call, device synchronised: the
+    worker reports the call to the judge there and waits for it (the judge's clock, and its
+    choice of outputs to check). `compiled` (for `torch2*` tracks: `torch.compile` of the
+    reference) is timed after the pairs, under the same protocol, for the record only.
     """
     import torch
 
@@ -235,12 +260,11 @@ def measure(
     result = Measurement()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
-    sampled = set(plan.sample_positions)
     with grad_mode:
         launches: list[float] = []
         for role in ("baseline", "candidate"):
             for i in range(plan.warmup):
-                args = inputs[role].prepare(plan.scales[i % len(plan.scales)])
+                args = inputs[role].prepare(plan.call_seeds[i % len(plan.call_seeds)])
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 _call(fns[role], args, wrt_idx)
@@ -260,7 +284,7 @@ def measure(
         while k < plan.max_pairs:
             order = ("baseline", "candidate") if k % 2 == 0 else ("candidate", "baseline")
             for role in order:
-                args = inputs[role].prepare(plan.scales[k % len(plan.scales)])
+                args = inputs[role].prepare(plan.call_seeds[k % len(plan.call_seeds)])
                 flush.zero_()
                 # Keep the GPU busy while the host launches the call, so that the events time
                 # the kernels, not the host's launch of them.
@@ -272,10 +296,9 @@ def measure(
                 elapsed_us = start.elapsed_time(end) * 1000.0
                 if role == "candidate":
                     result.candidate_us.append(elapsed_us)
-                    if k in sampled:
-                        result.samples.append((k, _forward_outputs(out, bool(wrt_idx))))
                 else:
                     result.baseline_us.append(elapsed_us)
+                after_call(role, k, out)
             k += 1
             if k >= plan.min_pairs and k % 10 == 0:
                 ratios = [
@@ -311,12 +334,12 @@ def _time_alone(
     import torch
 
     for i in range(plan.warmup):
-        _call(fn, inputs.prepare(plan.scales[i]), wrt_idx)
+        _call(fn, inputs.prepare(plan.call_seeds[i % len(plan.call_seeds)]), wrt_idx)
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     times = []
     for k in range(plan.min_pairs):
-        args = inputs.prepare(plan.scales[k % len(plan.scales)])
+        args = inputs.prepare(plan.call_seeds[k % len(plan.call_seeds)])
         flush.zero_()
         torch.cuda._sleep(spin)
         start.record()
@@ -343,12 +366,48 @@ def _spin_cycles(microseconds: float) -> int:
     return int(per_us * microseconds)
 
 
-def _forward_outputs(out: Any, backward: bool) -> list[torch.Tensor]:
-    """Copies of a timed call's forward outputs (gradients are checked in the trials)."""
+def forward_outputs(out: Any, backward: bool) -> list[torch.Tensor]:
+    """A timed call's forward outputs (gradients are checked in the trials)."""
     import torch
 
     items = out[0] if backward else (list(out) if isinstance(out, tuple | list) else [out])
-    return [t.detach().clone() for t in items if isinstance(t, torch.Tensor)]
+    return [t.detach() for t in items if isinstance(t, torch.Tensor)]
+
+
+#: Slack of the judge's clock against the events: IPC jitter, plus a share of the baseline.
+CLOCK_SLACK_US = 25.0
+CLOCK_SLACK_FRACTION = 0.1
+
+
+def clock_disagreement(
+    baseline_us: Sequence[float],
+    candidate_us: Sequence[float],
+    baseline_wall: dict[int, float],
+    candidate_wall: dict[int, float],
+) -> str:
+    """Why the events' times disagree with the judge's own clock ("" when they agree).
+
+    The judge's clock brackets every timed call from outside the candidate's process (from
+    its go-ahead to the call's report): the call plus the same overheads for both roles (fresh
+    inputs, the L2 flush, the busy-wait, the sync, the messages). Paired per timed pair, the
+    overheads cancel in the difference baseline - candidate, which must then match the events'
+    difference: events patched to report a faster candidate, or a slower baseline, make the
+    events' difference exceed the clock's.
+    """
+    pairs = sorted(set(baseline_wall) & set(candidate_wall))
+    pairs = [k for k in pairs if k < len(baseline_us) and k < len(candidate_us)]
+    if len(pairs) < 5:
+        return ""
+    events = statistics.median(baseline_us[k] - candidate_us[k] for k in pairs)
+    walls = statistics.median(baseline_wall[k] - candidate_wall[k] for k in pairs)
+    allowance = CLOCK_SLACK_US + CLOCK_SLACK_FRACTION * statistics.median(baseline_us)
+    if events - walls <= allowance:
+        return ""
+    return (
+        f"the events put the candidate {events:.1f} us a call ahead of the baseline, the "
+        f"judge's own clock {walls:.1f} us: the timing was tampered with (allowance "
+        f"{allowance:.1f} us)"
+    )
 
 
 #: Calls of each role in one host-clock pass.
@@ -435,7 +494,7 @@ def _host_clock_pass(
     event: dict[str, list[float]] = {role: [] for role in roles}
     for k in range(HOST_CLOCK_CALLS):
         for role in roles:
-            args = inputs[role].prepare(plan.scales[k % len(plan.scales)])
+            args = inputs[role].prepare(plan.call_seeds[k % len(plan.call_seeds)])
             flush.zero_()
             torch.cuda.synchronize()
             t0 = time.perf_counter()
@@ -460,7 +519,7 @@ def _profile(
     from torch.autograd import DeviceType  # type: ignore[attr-defined]
     from torch.profiler import ProfilerActivity, profile
 
-    args = inputs.prepare(plan.scales[0])
+    args = inputs.prepare(plan.call_seeds[0])
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         flush.zero_()

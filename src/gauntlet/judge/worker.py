@@ -27,10 +27,12 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-from gauntlet.judge import timing
+from pydantic import BaseModel
+
+from gauntlet.judge import protocol, timing
 from gauntlet.judge.channel import FrameReader, write_frame
 from gauntlet.judge.overflow import rounds_to_infinity
 
@@ -50,12 +52,15 @@ STRUCTURAL_OPS = frozenset(
     """.split()
 )
 
+#: Glue that legitimate kernels use around their own kernels: padding, joining, a scalar read.
+GLUE_OPS = frozenset("cat stack pad constant_pad_nd item is_nonzero _local_scalar_dense".split())
+
 #: Extra operations the autograd engine itself runs while calling a custom backward.
 AUTOGRAD_OPS = frozenset({"ones_like", "add", "add_", "sum", "expand", "_to_copy"})
 
 
-def _send(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
-    write_frame(fd, header, tensors)
+def _send(fd: int, event: BaseModel, tensors: list[torch.Tensor] | None = None) -> None:
+    write_frame(fd, event.model_dump(), tensors)
 
 
 def _load_module(path: Path, name: str) -> ModuleType:
@@ -162,25 +167,29 @@ def _upstream(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
     return drawn
 
 
-def _describe(value: Any) -> dict[str, Any]:
+def _describe(value: Any) -> protocol.TensorInfo:
     import torch
 
     exact = type(value) is torch.Tensor
-    item: dict[str, Any] = {"exact": exact, "type": type(value).__qualname__}
-    if isinstance(value, torch.Tensor):
-        item.update(
-            dtype=str(value.dtype).removeprefix("torch."),
-            shape=list(value.shape),
-            device=value.device.type,
-            layout=str(value.layout).removeprefix("torch."),
-        )
-    return item
+    if not isinstance(value, torch.Tensor):
+        return protocol.TensorInfo(exact=exact, type=type(value).__qualname__[:200])
+    return protocol.TensorInfo(
+        exact=exact,
+        type=type(value).__qualname__[:200],
+        dtype=str(value.dtype).removeprefix("torch."),
+        shape=list(value.shape),
+        device=value.device.type,
+        layout=str(value.layout).removeprefix("torch."),
+    )
 
 
-def _describe_output(value: Any) -> dict[str, Any]:
+def _describe_output(value: Any) -> protocol.OutputInfo:
     if isinstance(value, tuple | list):
-        return {"container": type(value).__qualname__, "items": [_describe(v) for v in value]}
-    return {"container": None, "items": [_describe(value)]}
+        return protocol.OutputInfo(
+            container=type(value).__qualname__[:200],
+            items=[_describe(v) for v in value[: protocol.MAX_ITEMS]],
+        )
+    return protocol.OutputInfo(container=None, items=[_describe(value)])
 
 
 class _Trusted:
@@ -201,6 +210,13 @@ class _Trusted:
             "torch.Tensor.view": lambda: torch.Tensor.view,
             "torch.autograd.grad": lambda: torch.autograd.grad,
             "torch.equal": lambda: torch.equal,
+            "torch.autograd.profiler.profile": lambda: torch.autograd.profiler.profile,
+            "torch.autograd.profiler.profile.__enter__": (
+                lambda: torch.autograd.profiler.profile.__enter__
+            ),
+            "torch.autograd.profiler.profile.__exit__": (
+                lambda: torch.autograd.profiler.profile.__exit__
+            ),
             "os.write": lambda: os.write,
             "json.dumps": lambda: json.dumps,
             "gauntlet.judge.channel.write_frame": lambda: (
@@ -214,7 +230,9 @@ class _Trusted:
             "escaped_work",
             "_host_clock_pass",
             "_profile",
-            "scaled_inputs",
+            "perturbed_inputs",
+            "_perturb_into",
+            "forward_outputs",
             "median_ci",
         ):
             self.watched[f"timing.{name}"] = functools.partial(getattr, timing, name)
@@ -237,24 +255,58 @@ class _Trusted:
         return found
 
 
-class _DispatchWatch:
-    """Records the ATen operations run while active (the candidate must not do the work there)."""
+class _Watch:
+    """Records the ATen operations that run while entered, two ways.
+
+    A dispatch mode sees operations as PyTorch dispatches them; the profiler's record-function
+    callbacks see them in the dispatcher itself, so excluding the Python dispatch key, popping
+    the mode or a `TorchFunctionMode` of the submission's own do not hide them from it. Both
+    run in the submission's process (a first filter; the static guards and, on a GPU, the
+    profiler's kernel list back them up). Entered once per call of the submission.
+    """
 
     def __init__(self, allowed: frozenset[str]) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
 
-        allowed_ops = allowed
+        self.allowed = allowed
         seen: list[str] = []
+        self.seen = seen
 
         class _Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = func.overloadpacket.__name__.split(".")[-1]
-                if name not in allowed_ops and name not in seen:
+                if name not in allowed and name not in seen:
                     seen.append(name)
                 return func(*args, **(kwargs or {}))
 
-        self.mode = _Mode()
-        self.forbidden = seen
+        self._mode_type = _Mode
+        self._stack: list[Any] = []
+
+    def __enter__(self) -> _Watch:
+        from torch.autograd import profiler
+
+        recorder = profiler.profile(use_kineto=False, record_shapes=False)
+        mode = self._mode_type()
+        recorder.__enter__()
+        mode.__enter__()
+        self._stack = [recorder, mode]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        recorder, mode = self._stack
+        self._stack = []
+        mode.__exit__(None, None, None)
+        recorder.__exit__(None, None, None)
+        for event in recorder.function_events or []:
+            name = str(event.name)
+            if name.startswith("aten::"):
+                op = name.removeprefix("aten::")
+                if op not in self.allowed and op not in self.seen:
+                    self.seen.append(op)
+
+    def forbidden(self) -> list[str]:
+        """The operations seen that are not allowed, in the order first seen."""
+        return list(self.seen)
 
 
 def _poison_free_memory(device: str) -> None:
@@ -288,44 +340,42 @@ def _poison_free_memory(device: str) -> None:
 
 
 def _make_inputs(
-    request: dict[str, Any], config: dict[str, Any], trial: dict[str, Any]
+    request: protocol.WorkerRequest,
+    make: Callable[..., Any],
+    config: protocol.ConfigSpec,
+    trial: protocol.TrialSpec,
 ) -> dict[str, Any]:
-    make = request["_make_inputs"]
-    inputs = make(
-        dict(config["params"]), int(trial["seed"]), trial["distribution"], request["device"]
-    )
+    inputs = make(dict(config.params), int(trial.seed), trial.distribution, request.device)
     if not isinstance(inputs, dict):
         raise TypeError(f"make_inputs returned {type(inputs).__name__}, expected a dict")
     return inputs
 
 
-def run_reference(request: dict[str, Any], fd: int) -> None:
+def _entry(root: Path, spec: protocol.EntrySpec, module_name: str) -> Callable[..., Any]:
+    function: Callable[..., Any] = getattr(_load_module(root / spec.file, module_name), spec.entry)
+    return function
+
+
+def run_reference(request: protocol.WorkerRequest, fd: int) -> None:
     """Draw inputs, compute the float64 reference, expected types and the baseline's error."""
     import torch
 
     laps = timing.Laps()
-    root = Path(request["task_root"])
-    ref = getattr(
-        _load_module(root / request["reference"]["file"], "_gauntlet_reference"),
-        request["reference"]["entry"],
-    )
-    request["_make_inputs"] = getattr(
-        _load_module(root / request["inputs"]["file"], "_gauntlet_inputs"),
-        request["inputs"]["entry"],
-    )
+    root = Path(request.task_root)
+    ref = _entry(root, request.reference, "_gauntlet_reference")
+    make = _entry(root, request.inputs, "_gauntlet_inputs")
     base: Callable[..., Any] = ref
-    if request.get("baseline"):
-        base = getattr(
-            _load_module(root / request["baseline"]["file"], "_gauntlet_baseline"),
-            request["baseline"]["entry"],
-        )
-    wrt: list[str] = request.get("wrt") or []
+    if request.baseline is not None:
+        base = _entry(root, request.baseline, "_gauntlet_baseline")
+    wrt = request.wrt
     laps.lap("setup")
-    for config in request["configs"]:
-        for sample in config.get("samples", []):
-            # A timed call's input: the base input times the call's scale, made exactly as the
-            # timing loop makes it, so the float64 reference matches that call.
-            inputs = timing.scaled_inputs(_make_inputs(request, config, sample), sample["scale"])
+    for config in request.configs:
+        for sample in config.samples:
+            # A timed call's input: the base input with the call's per-element factors, made
+            # exactly as the timing loop makes it, so the float64 reference matches that call.
+            inputs = timing.perturbed_inputs(
+                _make_inputs(request, make, config, sample), sample.call_seed
+            )
             laps.lap("inputs")
             with torch.no_grad():
                 expected64 = _as_tuple(ref(*(_upcast(v) for v in inputs.values())))
@@ -334,21 +384,20 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             laps.lap("baseline")
             _send(
                 fd,
-                {
-                    "event": "sample",
-                    "config": config["name"],
-                    "position": sample["position"],
-                    "baseline_rel_l2": [
+                protocol.ReferenceSample(
+                    event="sample",
+                    config=config.name,
+                    position=sample.position,
+                    baseline_rel_l2=[
                         _errors(b, e)[0] for b, e in zip(base_out, expected64, strict=True)
                     ],
-                },
+                ),
                 [_for_judge(e, b) for e, b in zip(expected64, base_out, strict=True)],
             )
             laps.lap("send")
-        for index, trial in enumerate(config["trials"]):
-            inputs = _make_inputs(request, config, trial)
+        for index, trial in enumerate(config.trials):
+            inputs = _make_inputs(request, make, config, trial)
             laps.lap("inputs")
-            names = list(inputs)
             wide = {k: _upcast(v) for k, v in inputs.items()}
             for name in wrt:
                 wide[name].requires_grad_(True)
@@ -373,7 +422,7 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
             grad_errs: list[float] = []
             grad_abs: list[float] = []
             if wrt:
-                upstream = _upstream(base_out, int(trial["seed"]))
+                upstream = _upstream(base_out, int(trial.seed))
                 laps.lap("gradients.upstream")
                 grads64 = torch.autograd.grad(
                     expected64, [wide[n] for n in wrt], [g.to(torch.float64) for g in upstream]
@@ -386,213 +435,343 @@ def run_reference(request: dict[str, Any], fd: int) -> None:
                 laps.lap("gradients.errors")
             _send(
                 fd,
-                {
-                    "event": "trial",
-                    "config": config["name"],
-                    "trial": index,
-                    "input_names": names,
-                    "expected": _describe_output(native),
-                    "baseline_rel_l2": base_err,
-                    "baseline_grad_rel_l2": grad_errs,
-                    "baseline_max_abs": base_abs,
-                    "baseline_grad_max_abs": grad_abs,
-                },
+                protocol.ReferenceTrial(
+                    event="reference_trial",
+                    config=config.name,
+                    trial=index,
+                    expected=_describe_output(native),
+                    baseline_rel_l2=base_err,
+                    baseline_grad_rel_l2=grad_errs,
+                    baseline_max_abs=base_abs,
+                    baseline_grad_max_abs=grad_abs,
+                ),
                 tensors,
             )
             laps.lap("send")
-    _send(fd, {"event": "done", "phases": laps.totals})
+    _send(fd, protocol.Done(event="done", phases=laps.totals))
 
 
-def _baseline_callable(request: dict[str, Any]) -> Callable[..., Any]:
-    """The trusted baseline: the task's baseline kernel, or the reference for `torch2*`."""
-    root = Path(request["task_root"])
-    spec = request["baseline"] or request["reference"]
-    module = _load_module(root / spec["file"], "_gauntlet_timing_baseline")
-    baseline: Callable[..., Any] = getattr(module, spec["entry"])
-    return baseline
+#: The name the submission's module is imported under.
+SUBMISSION_MODULE = "kernel_submission"
+
+#: Audit events the submission's own code may not raise: raw memory (ctypes), the interpreter's
+#: object graph and frames (how a submission finds the worker's state and channel), swapped
+#: code or attributes of classes, new processes, signals and sockets.
+BANNED_EVENTS = frozenset(
+    """
+    gc.get_objects gc.get_referrers gc.get_referents sys._getframe sys._current_frames
+    sys.setprofile sys.settrace object.__setattr__ object.__delattr__ code.__new__
+    function.__new__ os.system os.fork os.forkpty os.kill os.killpg os.posix_spawn
+    os.spawn os.exec subprocess.Popen socket.connect socket.bind socket.sendto pty.spawn
+    """.split()
+)
+BANNED_PREFIXES = ("ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "_posixsubprocess.")
+
+
+def _install_audit_hook(submission_dir: Path) -> None:
+    """Stop the process when the submission's own code raises a banned audit event.
+
+    An audit hook cannot be removed from Python, and it runs before the operation: the process
+    ends (status `protocol.BREACH_EXIT`) before raw memory is read, a frame is handed out or code is
+    swapped. The event is the submission's when the innermost frame outside the standard
+    library lies in its folder (the standard library's own wrappers, such as `ctypes` or
+    `inspect`, are looked through; PyTorch and Triton doing the same for themselves are not
+    the submission; nor is a module's code run while it is imported). A first filter like the
+    rest of the worker, and a strong one: what it stops is how every in-process forgery found
+    so far began.
+    """
+    import sysconfig
+
+    root = str(submission_dir.resolve()) + os.sep
+    library = tuple(
+        str(Path(sysconfig.get_paths()[key]).resolve()) + os.sep for key in ("stdlib", "platstdlib")
+    )
+    busy: list[bool] = []
+    write, leave, getframe = os.write, os._exit, sys._getframe
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if busy or not (event in BANNED_EVENTS or event.startswith(BANNED_PREFIXES)):
+            return
+        if event.startswith("object.") and _own(args[0]):
+            return  # the submission's own classes and functions (a dataclass, an Enum)
+        busy.append(True)
+        try:
+            frame: FrameType | None = getframe(1)
+            while frame is not None:
+                name = frame.f_code.co_filename
+                if name.startswith("<frozen importlib"):
+                    return  # a module's own code while it is imported (a lazy import)
+                if not (name.startswith(library) or name.startswith("<frozen")):
+                    break
+                frame = frame.f_back
+            if frame is not None and frame.f_code.co_filename.startswith(root):
+                where = f"{Path(frame.f_code.co_filename).name}, line {frame.f_lineno}"
+                write(2, f"\ngauntlet: the submission raised '{event}' at {where}\n".encode())
+                leave(protocol.BREACH_EXIT)
+        finally:
+            busy.clear()
+
+    sys.addaudithook(hook)
+
+
+def _own(target: object) -> bool:
+    """Whether a class or function was defined by the submission (its module's name)."""
+    try:
+        return type.__getattribute__(type(target), "__name__") in ("type", "function") and (
+            object.__getattribute__(target, "__module__") == SUBMISSION_MODULE
+        )
+    except AttributeError:
+        return False
+
+
+class _Launches:
+    """Counts launches of the submission's own Triton kernels (defined in its own files).
+
+    Installed on Triton's launch paths before the submission loads. A first filter like the
+    identity checks (it runs in the submission's process); on a GPU the profiler's kernel list
+    is the second.
+    """
+
+    def __init__(self, submission_dir: Path) -> None:
+        self.root = str(submission_dir.resolve())
+        self.count = 0
+        self.patched: list[tuple[type, Callable[..., Any]]] = []
+
+    def install(self) -> None:
+        from triton.runtime import jit
+
+        classes: list[type] = [jit.JITFunction]
+        try:
+            from triton.runtime import interpreter
+
+            classes.append(interpreter.InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            original = cls.run  # type: ignore[attr-defined]
+
+            @functools.wraps(original)
+            def run(
+                self: Any, *args: Any, _original: Any = original, _of: Any = self, **kwargs: Any
+            ) -> Any:
+                code = getattr(getattr(self, "fn", None), "__code__", None)
+                if code is not None and code.co_filename.startswith(_of.root):
+                    _of.count += 1
+                return _original(self, *args, **kwargs)
+
+            cls.run = run  # type: ignore[attr-defined]
+            self.patched.append((cls, run))
+
+    def intact(self) -> bool:
+        """Whether the wrappers are still in place."""
+        return all(getattr(cls, "run", None) is run for cls, run in self.patched)
 
 
 def run_candidate(
-    request: dict[str, Any], fd: int, trusted: _Trusted, commands: FrameReader
+    request: protocol.WorkerRequest, fd: int, trusted: _Trusted, commands: FrameReader
 ) -> None:
     """Import the submission and run it on every trial, checking as it goes; then time it."""
     import torch
 
-    root = Path(request["task_root"])
-    baseline = _baseline_callable(request) if request.get("timing") else None
-    request["_make_inputs"] = getattr(
-        _load_module(root / request["inputs"]["file"], "_gauntlet_inputs"),
-        request["inputs"]["entry"],
-    )
-    submission = request["submission"]
+    root = Path(request.task_root)
+    baseline = _baseline_callable(request) if request.timing else None
+    make = _entry(root, request.inputs, "_gauntlet_inputs")
+    submission = request.submission
+    assert submission is not None
+    launches = _Launches(Path(submission.dir)) if request.language == "triton" else None
+    if launches is not None:
+        launches.install()
+    _install_audit_hook(Path(submission.dir))
     try:
-        module = _load_module(Path(submission["dir"]) / submission["file"], "kernel_submission")
-        entry = getattr(module, submission["entry"])
+        module = _load_module(Path(submission.dir) / submission.file, SUBMISSION_MODULE)
+        entry = getattr(module, submission.entry)
         if isinstance(entry, type):
             # A KernelBench-style `ModelNew` class: built once, with no arguments, then called.
             entry = entry()
     except BaseException:  # noqa: BLE001 - anything the submission raises on import is its failure
-        _send(fd, {"event": "build_error", "traceback": _short_traceback()})
+        _send(fd, protocol.BuildFailed(event="build_error", traceback=_short_traceback()))
         return
-    changed = trusted.changed()
-    if changed:
-        _send(fd, {"event": "tampered", "what": changed})
+    if _report_tampering(fd, trusted, launches):
         return
-    _send(fd, {"event": "loaded"})
-    wrt: list[str] = request.get("wrt") or []
-    device = request["device"]
-    allowed = STRUCTURAL_OPS | frozenset(request.get("allowed_ops") or [])
-    for config in request["configs"]:
-        _send(fd, {"event": "config_start", "config": config["name"]})
-        for index, trial in enumerate(config["trials"]):
+    _send(fd, protocol.Loaded(event="loaded"))
+    wrt = request.wrt
+    device = request.device
+    allowed = STRUCTURAL_OPS | GLUE_OPS | frozenset(request.allowed_ops)
+    for config in request.configs:
+        _send(fd, protocol.ConfigStart(event="config_start", config=config.name))
+        for index, trial in enumerate(config.trials):
             # The submission gets clones; `pristine` is never passed to it.
-            pristine = _make_inputs(request, config, trial)
+            pristine = _make_inputs(request, make, config, trial)
             args = {k: _clone(v) for k, v in pristine.items()}
             for name in wrt:
                 args[name].requires_grad_(True)
             _poison_free_memory(device)
-            watch = _DispatchWatch(allowed)
+            watch = _Watch(allowed)
+            backward_watch = _Watch(allowed | AUTOGRAD_OPS)
+            launched = launches.count if launches is not None else 0
             try:
-                with torch.enable_grad() if wrt else torch.no_grad(), watch.mode:
+                # Forward, backward and the repeat each run under a watch: work moved into
+                # `backward` or into a second call is work like any other.
+                with watch, torch.enable_grad() if wrt else torch.no_grad():
                     out = entry(*args.values())
-                if device == "cuda":
-                    torch.cuda.synchronize()
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                described = _describe_output(out)
+                outputs = [o for o in _as_tuple(out) if type(o) is torch.Tensor]
+                tensors = [o.detach() for o in outputs]
+                grads_present: list[bool] | None = None
+                if wrt and len(outputs) == len(described.items):
+                    upstream = _upstream(outputs, int(trial.seed))
+                    with backward_watch:
+                        grads = torch.autograd.grad(
+                            outputs, [args[n] for n in wrt], upstream, allow_unused=True
+                        )
+                        if device == "cuda":
+                            torch.cuda.synchronize()
+                    grads_present = [g is not None for g in grads]
+                    tensors += [g.detach() for g in grads if g is not None]
+                repeat_diff: float | None = None
+                repeated = index == 0 and request.check_determinism
+                if repeated:
+                    again = {k: _clone(v) for k, v in pristine.items()}
+                    with watch, torch.no_grad():
+                        repeat = _as_tuple(entry(*again.values()))
+                        if device == "cuda":
+                            torch.cuda.synchronize()
+                    repeat_diff = _max_diff(outputs, repeat)
             except BaseException:  # noqa: BLE001 - the submission's failure becomes a verdict
                 _send(
                     fd,
-                    {
-                        "event": "call_error",
-                        "config": config["name"],
-                        "trial": index,
-                        "traceback": _short_traceback(),
-                    },
+                    protocol.CallFailed(
+                        event="call_error",
+                        config=config.name,
+                        trial=index,
+                        traceback=_short_traceback(),
+                    ),
                 )
                 return
-            if watch.forbidden and request.get("watch_dispatch", True):
+            forbidden = watch.forbidden() + [
+                op for op in backward_watch.forbidden() if op not in watch.forbidden()
+            ]
+            if forbidden and request.watch_dispatch:
                 _send(
-                    fd, {"event": "forbidden_ops", "config": config["name"], "ops": watch.forbidden}
+                    fd,
+                    protocol.ForbiddenOps(
+                        event="forbidden_ops", config=config.name, ops=forbidden[:64]
+                    ),
                 )
                 return
-            described = _describe_output(out)
-            outputs = [o for o in _as_tuple(out) if type(o) is torch.Tensor]
             mutated = [
                 k
                 for k, v in args.items()
                 if isinstance(v, torch.Tensor) and not _same_bits(v, pristine[k])
             ]
-            tensors = [o.detach() for o in outputs]
-            header: dict[str, Any] = {
-                "event": "trial",
-                "config": config["name"],
-                "trial": index,
-                "output": described,
-                "mutated": mutated,
-            }
-            if wrt and len(outputs) == len(described["items"]):
-                upstream = _upstream(outputs, int(trial["seed"]))
-                try:
-                    grads = torch.autograd.grad(
-                        outputs, [args[n] for n in wrt], upstream, allow_unused=True
-                    )
-                except BaseException:  # noqa: BLE001 - the submission's backward failed
-                    _send(
-                        fd,
-                        {
-                            "event": "call_error",
-                            "config": config["name"],
-                            "trial": index,
-                            "traceback": _short_traceback(),
-                        },
-                    )
-                    return
-                header["grads"] = [g is not None for g in grads]
-                header["grad_meta"] = [_describe(g) for g in grads if g is not None]
-                tensors += [g.detach() for g in grads if g is not None]
-            if index == 0 and request.get("check_determinism", True):
-                again = {k: _clone(v) for k, v in pristine.items()}
-                with torch.no_grad():
-                    repeat = _as_tuple(entry(*again.values()))
-                header["repeat_max_diff"] = _max_diff(outputs, repeat)
+            header = protocol.CandidateTrial(
+                event="trial",
+                config=config.name,
+                trial=index,
+                output=described,
+                mutated=mutated[:64],
+                grads=grads_present,
+                repeat_max_diff=repeat_diff,
+                repeated=repeated,
+                own_kernels=launches.count - launched if launches is not None else None,
+            )
             _send(fd, header, tensors)
-        _send(fd, {"event": "config_done", "config": config["name"]})
-    changed = trusted.changed()
-    if changed:
-        _send(fd, {"event": "tampered", "what": changed})
+        _send(fd, protocol.ConfigDone(event="config_done", config=config.name))
+    if _report_tampering(fd, trusted, launches):
         return
     if baseline is not None:
-        _send(fd, {"event": "checked"})
-        command, _ = commands.read(None)
-        if command.get("command") == "time":
-            _time_configs(request, fd, entry, baseline, command["configs"])
-            changed = trusted.changed()
-            if changed:
-                _send(fd, {"event": "tampered", "what": changed})
+        _send(fd, protocol.Checked(event="checked"))
+        command = protocol.parse_command(commands.read(None)[0])
+        if command.command == "time":
+            _time_configs(request, fd, entry, baseline, command.configs, commands)
+            if _report_tampering(fd, trusted, launches):
                 return
-    _send(fd, {"event": "done"})
+    _send(fd, protocol.Done(event="done"))
+
+
+def _report_tampering(fd: int, trusted: _Trusted, launches: _Launches | None) -> bool:
+    changed = trusted.changed()
+    if launches is not None and not launches.intact():
+        changed.append("triton's kernel launch")
+    if changed:
+        _send(fd, protocol.Tampered(event="tampered", what=changed[:64]))
+    return bool(changed)
+
+
+def _baseline_callable(request: protocol.WorkerRequest) -> Callable[..., Any]:
+    """The trusted baseline: the task's baseline kernel, or the reference for `torch2*`."""
+    spec = request.baseline or request.reference
+    return _entry(Path(request.task_root), spec, "_gauntlet_timing_baseline")
 
 
 def _time_configs(
-    request: dict[str, Any],
+    request: protocol.WorkerRequest,
     fd: int,
     entry: Callable[..., Any],
     baseline: Callable[..., Any],
     names: list[str],
+    commands: FrameReader,
 ) -> None:
     import torch
 
-    by_name = {c["name"]: c for c in request["configs"]}
+    by_name = {c.name: c for c in request.configs}
     l2_bytes = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+    make = _entry(Path(request.task_root), request.inputs, "_gauntlet_timing_inputs")
+    backward = bool(request.wrt)
+
+    def after_call(role: str, position: int, out: Any) -> None:
+        # The judge's clock brackets this call; then it says whether to send its output.
+        _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
+        command = protocol.parse_command(commands.read(None)[0])
+        if command.keep:
+            outputs = timing.forward_outputs(out, backward)
+            _send(
+                fd,
+                protocol.SampledOutput(
+                    event="sampled_output", position=position, count=len(outputs)
+                ),
+                outputs,
+            )
+
     for name in names:
         config = by_name[name]
-        spec = request["timing"][name]
-        _send(fd, {"event": "timing_start", "config": name})
-        base = _make_inputs(request, config, spec["inputs"])
-        plan = timing.TimingPlan(**spec["plan"])
+        spec = request.timing[name]
+        _send(fd, protocol.TimingStart(event="timing_start", config=name))
+        base = _make_inputs(request, make, config, spec.inputs)
+        plan = timing.TimingPlan(**spec.plan.model_dump())
         clocks_before = _clocks()
-        compiled = (
-            _compiled_reference(request) if name in request.get("compile_reference", []) else None
-        )
+        compiled = _compiled_reference(request) if name in request.compile_reference else None
         try:
             result = timing.measure(
-                entry, baseline, base, request.get("wrt") or [], plan, l2_bytes, compiled
+                entry, baseline, base, request.wrt, plan, l2_bytes, after_call, compiled
             )
         except BaseException:  # noqa: BLE001 - the submission failed while being timed
             _send(
                 fd,
-                {
-                    "event": "call_error",
-                    "config": name,
-                    "trial": "timing",
-                    "traceback": _short_traceback(),
-                },
+                protocol.CallFailed(
+                    event="call_error", config=name, trial="timing", traceback=_short_traceback()
+                ),
             )
             return
-        tensors: list[torch.Tensor] = []
-        positions = []
-        for position, outputs in result.samples:
-            positions.append([position, len(outputs)])
-            tensors += outputs
         _send(
             fd,
-            {
-                "event": "timed",
-                "config": name,
-                "summary": result.summary(),
-                "samples": positions,
-                "clocks": {"before": clocks_before, "after": _clocks()},
-            },
-            tensors,
+            protocol.Timed(
+                event="timed",
+                config=name,
+                summary=protocol.TimingSummary(**result.summary()),
+                clocks={"before": clocks_before, "after": _clocks()},
+            ),
         )
 
 
-def _compiled_reference(request: dict[str, Any]) -> Callable[..., Any] | None:
+def _compiled_reference(request: protocol.WorkerRequest) -> Callable[..., Any] | None:
     """`torch.compile` of the reference (compiled at its first call, in the warm-up)."""
     import torch
 
-    root = Path(request["task_root"])
-    spec = request["reference"]
-    module = _load_module(root / spec["file"], "_gauntlet_compiled_reference")
-    compiled: Callable[..., Any] = torch.compile(getattr(module, spec["entry"]), dynamic=False)
+    reference = _entry(Path(request.task_root), request.reference, "_gauntlet_compiled_reference")
+    compiled: Callable[..., Any] = torch.compile(reference, dynamic=False)
     return compiled
 
 
@@ -663,34 +842,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.set_inheritable(request_fd, False)
     os.set_inheritable(result_fd, False)
     commands = FrameReader(request_fd)
-    request, _ = commands.read(None)
-    if request["device"] == "cpu":
+    request = protocol.parse_request(commands.read(None)[0])
+    if request.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
     torch.manual_seed(0)
-    if request.get("language") == "triton":
+    if request.language == "triton":
         import triton  # noqa: F401 - the trusted import comes before the submission's
-    if request["device"] == "cuda":
+    if request.device == "cuda":
         import torch.profiler  # noqa: F401 - trusted before the submission, like timing
-    if request.get("language") == "cuda":
+    # The watch's pieces, trusted before the submission like the rest.
+    import torch.autograd.profiler  # noqa: F401
+    import torch.utils._python_dispatch  # noqa: F401
+
+    if request.language == "cuda" and request.prebuilt is not None:
         from gauntlet.judge import cuda_build
 
-        cuda_build.prepare_run(Path(request["submission"]["dir"]))
+        cuda_build.prepare_run(Path(request.prebuilt))
     trusted = _Trusted()
     try:
         # Imports done and the GPU untouched: the judge starts the role once it holds the GPU.
-        _send(result_fd, {"event": "ready"})
-        command, _ = commands.read(None)
-        if command.get("command") != "start":
+        _send(result_fd, protocol.Ready(event="ready"))
+        command = protocol.parse_command(commands.read(None)[0])
+        if command.command != "start":
             return 0
-        if request["role"] == "reference":
+        if request.role == "reference":
             run_reference(request, result_fd)
         else:
             run_candidate(request, result_fd, trusted, commands)
     except BaseException:  # noqa: BLE001 - the worker's one catch-all: report, then exit
         try:
-            _send(result_fd, {"event": "worker_error", "traceback": _short_traceback()})
+            _send(
+                result_fd, protocol.WorkerFailed(event="worker_error", traceback=_short_traceback())
+            )
         except OSError:
             pass
         return 3

@@ -1,0 +1,385 @@
+"""What crosses the channel between the judge and its Python workers: typed, bounded frames.
+
+Requests and commands go down to a worker; events come back. Every event a worker sends is one
+model of the `Event` union, told apart by its `event` tag and read back by `parse_event`, which
+refuses anything else: an unknown tag, a missing or extra field, a string, list or number past
+its bound. A candidate worker has run untrusted code, so whatever it sends is hostile input:
+the orchestrator then also checks that each event is the one it expects next
+(`python_backend.py`), so a forged, repeated or missing result is a verdict, never a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+#: A name: a config, an input, an operation, a type.
+Name = Annotated[str, Field(max_length=200)]
+#: Free text from a worker (a traceback), already cut by the worker.
+Text = Annotated[str, Field(max_length=20_000)]
+#: An index into something the judge asked for (a trial, a timed call).
+Index = Annotated[int, Field(ge=0, le=1_000_000)]
+#: A dimension of a tensor.
+Dim = Annotated[int, Field(ge=0, le=1 << 40)]
+#: Seconds, microseconds or errors: any float (infinity and NaN are meaningful for errors).
+Number = float
+#: Exit status of a candidate's worker that stopped the submission reaching around the judge
+#: (`worker._install_audit_hook`).
+BREACH_EXIT = 97
+#: Limits on list lengths.
+MAX_ITEMS = 64
+MAX_SAMPLES = 64
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- Requests and commands: orchestrator -> worker -----------------------------------------
+
+
+class EntrySpec(_Frame):
+    """A function in a file: the reference, the input generator, the baseline, the submission."""
+
+    file: str
+    entry: str
+
+
+class SubmissionSpec(EntrySpec):
+    """The submission's entry point and the folder it was built into."""
+
+    dir: str
+
+
+class TrialSpec(_Frame):
+    """Where one trial's inputs come from."""
+
+    distribution: str
+    seed: int
+
+
+class SampleSpec(TrialSpec):
+    """A timed call whose output the judge checks: its base inputs and its per-call seed."""
+
+    call_seed: int
+    position: int
+
+
+class ConfigSpec(_Frame):
+    """One config to run: its parameters, its trials and (reference only) sampled calls."""
+
+    name: str
+    params: dict[str, Any]
+    trials: list[TrialSpec]
+    samples: list[SampleSpec] = Field(default_factory=list)
+
+
+class PlanSpec(_Frame):
+    """How to time a config (`timing.TimingPlan` without anything secret)."""
+
+    call_seeds: list[int]
+    min_pairs: int
+    max_pairs: int
+    target_ci: float
+    time_cap_s: float
+    warmup: int
+    flush_factor: int
+    allow_streams: bool
+    allow_libraries: bool
+
+
+class TimingSpec(_Frame):
+    """A timed config: its base inputs and its plan."""
+
+    inputs: TrialSpec
+    plan: PlanSpec
+
+
+class WorkerRequest(_Frame):
+    """The first frame a worker reads: everything its role needs, nothing more."""
+
+    role: Literal["reference", "candidate"]
+    device: Literal["cpu", "cuda", "rocm"]
+    language: str
+    task_root: str
+    reference: EntrySpec
+    inputs: EntrySpec
+    baseline: EntrySpec | None
+    wrt: list[str]
+    allowed_ops: list[str]
+    watch_dispatch: bool
+    compile_reference: list[str]
+    check_determinism: bool
+    memory_limit_bytes: int
+    prebuilt: str | None = None
+    """The folder of the CUDA build's run manifest: both roles load prebuilt units from it (the
+    reference worker only the task's own, since it never imports the submission)."""
+    submission: SubmissionSpec | None
+    configs: list[ConfigSpec]
+    timing: dict[str, TimingSpec]
+
+
+class Command(_Frame):
+    """A later command: start the role, time these configs, stop, or go on after a timed call."""
+
+    command: Literal["start", "time", "stop", "next"]
+    configs: list[str] = Field(default_factory=list)
+    """For `time`: the configs to time, in order."""
+    keep: bool = False
+    """For `next`: send the output of the call just made (a sampled call)."""
+
+
+# --- Events: worker -> orchestrator ----------------------------------------------------------
+
+
+class TensorInfo(_Frame):
+    """What a returned value is, as the worker saw it (a first filter; the bytes are checked)."""
+
+    exact: bool
+    """Whether its type is exactly `torch.Tensor` (no subclass, no wrapper)."""
+    type: Name
+    dtype: Name | None = None
+    shape: Annotated[list[Dim], Field(max_length=16)] | None = None
+    device: Name | None = None
+    layout: Name | None = None
+
+
+class OutputInfo(_Frame):
+    """A call's return value: a container of values, or one value."""
+
+    container: Name | None
+    items: Annotated[list[TensorInfo], Field(max_length=MAX_ITEMS)]
+
+
+class Ready(_Frame):
+    """Trusted imports done; the worker waits for `start` (the GPU is untouched so far)."""
+
+    event: Literal["ready"]
+
+
+class Loaded(_Frame):
+    """The submission imported."""
+
+    event: Literal["loaded"]
+
+
+class ConfigStart(_Frame):
+    """The candidate begins a config."""
+
+    event: Literal["config_start"]
+    config: Name
+
+
+class CandidateTrial(_Frame):
+    """The candidate's outputs (and gradients) on one trial; the tensors follow the header."""
+
+    event: Literal["trial"]
+    config: Name
+    trial: Index
+    output: OutputInfo
+    mutated: Annotated[list[Name], Field(max_length=MAX_ITEMS)]
+    grads: Annotated[list[bool], Field(max_length=MAX_ITEMS)] | None = None
+    """For backward tasks: which inputs got a gradient (those follow the outputs)."""
+    repeat_max_diff: Number | None = None
+    own_kernels: Annotated[int, Field(ge=0)] | None = None
+    """Launches of the submission's own Triton kernels during the trial (None: not counted)."""
+    repeated: bool = False
+    """Whether the call was repeated on the same input (then `repeat_max_diff` is its result;
+    None there means the repeat returned another type)."""
+
+
+class ConfigDone(_Frame):
+    """The candidate finished a config's trials."""
+
+    event: Literal["config_done"]
+    config: Name
+
+
+class Checked(_Frame):
+    """Every config's trials ran; the candidate waits for `time` or `stop`."""
+
+    event: Literal["checked"]
+
+
+class TimingStart(_Frame):
+    """The candidate begins timing a config."""
+
+    event: Literal["timing_start"]
+    config: Name
+
+
+class CallMade(_Frame):
+    """One timed call ended (device synchronised); the worker waits for `next`.
+
+    The judge's own clock between its `next` and this event brackets the call from outside the
+    candidate's process: the events' times must agree with it.
+    """
+
+    event: Literal["call_made"]
+    role: Literal["baseline", "candidate"]
+    position: Index
+
+
+class SampledOutput(_Frame):
+    """The outputs of the candidate call the judge chose to check (tensors follow)."""
+
+    event: Literal["sampled_output"]
+    position: Index
+    count: Annotated[int, Field(ge=0, le=MAX_ITEMS)]
+
+
+class TimingSummary(_Frame):
+    """The worker's measurement of one config (believed only where the judge's clock agrees)."""
+
+    baseline: Number
+    candidate: Number
+    baseline_iqr: Number
+    candidate_iqr: Number
+    speedup: Number
+    speedup_ci: tuple[Number, Number]
+    count: Index
+    baseline_us: Annotated[list[Number], Field(max_length=1_000_000)]
+    candidate_us: Annotated[list[Number], Field(max_length=1_000_000)]
+    host_us: Number
+    event_us: Number
+    launch_overhead_us: Number
+    problem: Text
+    kernels: Annotated[list[Annotated[str, Field(max_length=2000)]], Field(max_length=MAX_ITEMS)]
+    compiled: Number | None
+    spin_us: Number
+    compiled_note: Text
+    phases: Annotated[dict[Name, Number], Field(max_length=MAX_ITEMS)]
+
+
+class Timed(_Frame):
+    """A config's timing."""
+
+    event: Literal["timed"]
+    config: Name
+    summary: TimingSummary
+    clocks: Annotated[dict[Name, dict[Name, Number]], Field(max_length=2)]
+
+
+class BuildFailed(_Frame):
+    """Importing the submission raised."""
+
+    event: Literal["build_error"]
+    traceback: Text
+
+
+class CallFailed(_Frame):
+    """The submission raised on a trial (or while timed)."""
+
+    event: Literal["call_error"]
+    config: Name
+    trial: Index | Literal["timing"]
+    traceback: Text
+
+
+class ForbiddenOps(_Frame):
+    """PyTorch operations doing the task's work ran inside the submission's call."""
+
+    event: Literal["forbidden_ops"]
+    config: Name
+    ops: Annotated[list[Name], Field(max_length=MAX_ITEMS)]
+
+
+class Tampered(_Frame):
+    """Functions the worker relies on were replaced."""
+
+    event: Literal["tampered"]
+    what: Annotated[list[Name], Field(max_length=MAX_ITEMS)]
+
+
+class WorkerFailed(_Frame):
+    """The worker itself failed (its one catch-all)."""
+
+    event: Literal["worker_error"]
+    traceback: Text
+
+
+class Done(_Frame):
+    """The role finished; its split of its own time (diagnostics only)."""
+
+    event: Literal["done"]
+    phases: Annotated[dict[Name, Number], Field(max_length=MAX_ITEMS)] = Field(default_factory=dict)
+
+
+class ReferenceSample(_Frame):
+    """The float64 reference of a sampled timed call (tensors follow)."""
+
+    event: Literal["sample"]
+    config: Name
+    position: Index
+    baseline_rel_l2: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+
+
+class ReferenceTrial(_Frame):
+    """The reference of one trial: expected types, float64 outputs and gradients (tensors)."""
+
+    event: Literal["reference_trial"]
+    config: Name
+    trial: Index
+    expected: OutputInfo
+    baseline_rel_l2: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+    baseline_grad_rel_l2: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+    baseline_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+    baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+
+
+Event = Annotated[
+    Ready
+    | Loaded
+    | ConfigStart
+    | CandidateTrial
+    | ConfigDone
+    | Checked
+    | TimingStart
+    | CallMade
+    | SampledOutput
+    | Timed
+    | BuildFailed
+    | CallFailed
+    | ForbiddenOps
+    | Tampered
+    | WorkerFailed
+    | Done
+    | ReferenceSample
+    | ReferenceTrial,
+    Field(discriminator="event"),
+]
+
+_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+_COMMANDS: TypeAdapter[WorkerRequest | Command] = TypeAdapter(WorkerRequest | Command)
+
+
+class BadFrame(Exception):
+    """A frame that is not one of the protocol's events (or commands)."""
+
+
+def parse_event(header: dict[str, Any]) -> Event:
+    """The event a frame's header holds; BadFrame with a short reason for anything else."""
+    try:
+        return _EVENTS.validate_python(header)
+    except ValidationError as err:
+        tag = header.get("event") if isinstance(header, dict) else None
+        details = err.errors()
+        where = ".".join(str(p) for p in details[0]["loc"]) if details else ""
+        why = details[0]["msg"] if details else "invalid"
+        raise BadFrame(f"a malformed {str(tag)[:40]!r} frame ({where}: {why})") from None
+
+
+def parse_request(header: dict[str, Any]) -> WorkerRequest:
+    """The worker's request (the worker reads only frames its trusted parent wrote)."""
+    return WorkerRequest.model_validate(header)
+
+
+def parse_command(header: dict[str, Any]) -> Command:
+    """A command after the request."""
+    return Command.model_validate(header)
+
+
+def frame(model: BaseModel) -> dict[str, Any]:
+    """The header of a frame holding `model`."""
+    return model.model_dump(mode="json")
