@@ -21,7 +21,7 @@ from gauntlet.agents.base import AgentContext, Budget, ModelSettings
 from gauntlet.agents.tools import Toolbox
 from gauntlet.settings import WS_SOCKET_ENV
 from gauntlet.task import Task, load_task
-from gauntlet.workspace import Workspace, build_workspace
+from gauntlet.workspace import Workspace, build_workspace, tool_log_path
 from gauntlet.ws import ToolServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,7 +44,7 @@ def ws(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
 
 
 def tool_log(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / ".gauntlet-ws.log").read_text().splitlines()]
+    return [json.loads(line) for line in tool_log_path(folder).read_text().splitlines()]
 
 
 def test_help_lists_the_accel_tools_only_in_an_accel_workspace(
@@ -137,6 +137,8 @@ def test_accel_subcommands_under_bwrap(
         assert f"{tool} -> 0" in lines, lines
     assert "profile C4 -> 0" in lines and "5/5 visible configs correct" in lines
     assert any(line.startswith("roofline bound: ") for line in lines)
-    calls = [(c["tool"], c["ok"]) for c in tool_log(workspace.path)]
+    # A CLI agent's tool log is kept with its transcript, outside the workspace.
+    log = (ctx.transcript.parent / "tool-calls.jsonl").read_text().splitlines()
+    calls = [(c["tool"], c["ok"]) for c in map(json.loads, log)]
     assert calls == [(tool, True) for tool in ACCEL_TOOLS]
     assert result.usage.tool_calls == len(ACCEL_TOOLS)

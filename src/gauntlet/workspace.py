@@ -7,27 +7,39 @@ read-only files under `reference/`, the visible configs (`configs.json`), the IS
 and device it serves. It never holds the hidden configs or their domain, the input generator,
 the expert solution, the judge's secrets or anything of another attempt.
 
+Beside the workspace, never inside it, lies its tools folder (`<workspace>.tools`, see
+`tools_dir`): copies of the documents the feedback tools search, made when the workspace is
+built, and the tool-call log. The feedback tools read those copies, never the agent's versions.
+
+Everything in the workspace is the agent's to write, links included, so the harness reads it
+only through `read_beneath` and `scan`: no link is followed on any component of a path, only
+regular files are opened, and every read is capped.
+
 The manifest taken when the workspace is built (path -> sha256) is the tamper digest:
-`workspace_changes` compares the folder against it after the agent stopped. The judge reads the
-contract's files from the workspace and nothing else.
+`workspace_changes` compares the folder against it after the agent stopped. The digest is
+bounded (`digest`): links are recorded as links, special files by their kind, files above
+`DIGEST_FILE_BYTES` (sparse ones included) by their size and a hash of their first
+`DIGEST_PREFIX_BYTES`, and the walk stops after `DIGEST_MAX_ENTRIES` entries. The judge reads
+the contract's files from the workspace and nothing else.
 """
 
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import json
 import logging
 import os
 import shutil
 import stat
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from gauntlet.agents.base import Budget
-from gauntlet.agents.tools import tools_for
 from gauntlet.errors import ConfigError
 from gauntlet.task import Task
 
@@ -38,14 +50,28 @@ CONFIGS_FILE = "configs.json"
 MANUAL_FILE = "MANUAL.md"
 REFERENCE_DIR = "reference"
 WS_CONFIG_FILE = ".gauntlet-ws.json"
-WS_LOG_FILE = ".gauntlet-ws.log"
 WS_CONFIG_SCHEMA_VERSION = 1
+#: The tools folder of a workspace is `<workspace><TOOLS_DIR_SUFFIX>`, beside it.
+TOOLS_DIR_SUFFIX = ".tools"
+#: In the tools folder: the copies of the documents `grep` searches, and the tool-call log.
+DOCS_DIR = "docs"
+TOOL_LOG_FILE = "tool-calls.jsonl"
 
 #: Iteration budget per task level when neither the run nor the task sets one (as KernelCraft).
 LEVEL_TURNS = {1: 15, 2: 20, 3: 25}
 
 #: At most this many entries in `workspace_changes`; the rest are counted under one key.
 MAX_CHANGES = 500
+#: The digest hashes files up to this size whole; a larger one by its first bytes only.
+DIGEST_FILE_BYTES = 16 << 20
+DIGEST_PREFIX_BYTES = 1 << 20
+#: Bytes the digest reads in all; once spent, files are recorded by size and time only.
+DIGEST_TOTAL_BYTES = 256 << 20
+#: Entries (files, links, folders) the digest walks at most, and folders deep.
+DIGEST_MAX_ENTRIES = 20_000
+MAX_DEPTH = 32
+#: The digest's key saying the walk stopped early (no relative path starts with '/').
+DIGEST_CUT_KEY = "/digest-cut"
 
 Change = Literal["added", "modified", "deleted"]
 
@@ -95,9 +121,11 @@ class Workspace(BaseModel):
     brief: str
     """The text of `TASK.md`."""
     manifest: dict[str, str]
-    """Relative POSIX path -> sha256 of every file as built."""
+    """Relative POSIX path -> sha256 of every file as built (see `digest`)."""
     submission_files: tuple[str, ...]
     """The contract's files (relative paths)."""
+    tools_dir: Path
+    """The harness's folder beside the workspace: the documents' copies and the tool log."""
 
 
 def turn_limit(task: Task, budget: Budget) -> int:
@@ -109,8 +137,26 @@ def turn_limit(task: Task, budget: Budget) -> int:
     return LEVEL_TURNS[task.spec.level]
 
 
+def tools_dir(workspace: Path) -> Path:
+    """The tools folder of `workspace`: `<workspace>.tools`, beside it and never inside it.
+
+    The sandboxes make only the workspace (and the agent's home and the tool server's socket
+    folder) writable, so the agent cannot reach this folder from a sandbox.
+    """
+    workspace = Path(workspace)
+    return workspace.parent / f"{workspace.name}{TOOLS_DIR_SUFFIX}"
+
+
+def tool_log_path(workspace: Path) -> Path:
+    """Where the tool calls of `workspace` are logged by default (JSONL, in its tools folder)."""
+    return tools_dir(workspace) / TOOL_LOG_FILE
+
+
 def build_workspace(task: Task, dest: Path, *, device: str, budget: Budget) -> Workspace:
     """Build the workspace of one attempt in `dest` (which must not exist or be empty).
+
+    The documents the feedback tools search are also copied into the tools folder beside it
+    (`tools_dir(dest)`), which must not hold anything either.
 
     Args:
         task: The loaded task.
@@ -122,41 +168,48 @@ def build_workspace(task: Task, dest: Path, *, device: str, budget: Budget) -> W
         The workspace, with its brief and its manifest as built.
 
     Raises:
-        ConfigError: `dest` holds files already, or an `accel` task's manual cannot be made.
+        ConfigError: `dest` or its tools folder holds files already, or an `accel` task's
+            manual cannot be made.
     """
     dest = Path(dest)
-    if dest.exists() and any(dest.iterdir()):
-        raise ConfigError(f"workspace folder '{dest}' is not empty; attempts never share one")
+    private = tools_dir(dest)
+    for folder in (dest, private):
+        if folder.is_symlink() or (folder.exists() and any(folder.iterdir())):
+            raise ConfigError(f"workspace folder '{folder}' is not empty; attempts never share one")
     dest.mkdir(parents=True, exist_ok=True)
+    private.mkdir(mode=0o700, parents=True, exist_ok=True)
     spec = task.spec
 
-    starting = _starting_file(task)
+    starting = starting_file(task)
     if starting is not None:
         target = dest / spec.submission.files[0]
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(task.path(starting), target)
 
-    shown: list[str] = []
+    documents: dict[str, str] = {}
     for relative in _reference_files(task):
-        target = dest / REFERENCE_DIR / Path(relative).name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(task.path(relative), target)
-        target.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-        shown.append(f"{REFERENCE_DIR}/{target.name}")
-
+        name = f"{REFERENCE_DIR}/{Path(relative).name}"
+        documents[name] = task.path(relative).read_text(encoding="utf-8")
+    shown = list(documents)
     configs = [{"name": c.name, **c.params} for c in task.visible_configs]
-    (dest / CONFIGS_FILE).write_text(json.dumps(configs, indent=2) + "\n", encoding="utf-8")
-
+    documents[CONFIGS_FILE] = json.dumps(configs, indent=2) + "\n"
     if spec.track == "accel":
-        (dest / MANUAL_FILE).write_text(_accel_manual(task), encoding="utf-8")
+        documents[MANUAL_FILE] = _accel_manual(task)
+    brief = render_brief(task, device=device, budget=budget, reference_files=shown)
+    documents[BRIEF_FILE] = brief
+
+    for name, text in documents.items():
+        for root in (dest, private / DOCS_DIR):
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            if name.startswith(f"{REFERENCE_DIR}/") or root != dest:
+                target.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
 
     ws_config = WorkspaceConfig(
         task_id=task.task_id, track=spec.track, device=device, task_dir=str(task.root)
     )
     (dest / WS_CONFIG_FILE).write_text(ws_config.model_dump_json(indent=2) + "\n")
-
-    brief = render_brief(task, device=device, budget=budget, reference_files=shown)
-    (dest / BRIEF_FILE).write_text(brief, encoding="utf-8")
 
     workspace = Workspace(
         path=dest,
@@ -165,28 +218,226 @@ def build_workspace(task: Task, dest: Path, *, device: str, budget: Budget) -> W
         brief=brief,
         manifest=digest(dest),
         submission_files=tuple(spec.submission.files),
+        tools_dir=private,
     )
     logger.debug("built workspace of '%s' in %s", task.task_id, dest)
     return workspace
 
 
-def digest(folder: Path) -> dict[str, str]:
-    """Relative POSIX path -> sha256 of every file under `folder`; symlinks are not followed.
+class UnsafeFileError(Exception):
+    """A workspace path the harness will not open: a link, not a regular file, too large."""
 
-    A symlink is recorded by its target (`symlink:<target>`), so pointing a submission file at
-    another file shows up as a change.
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a folder as `scan` saw it (never through a link)."""
+
+    relative: str
+    """POSIX path relative to the scanned folder."""
+    status: os.stat_result
+    """Its `lstat`."""
+
+
+def open_beneath(root: Path, relative: str, *, directory: bool = False) -> int:
+    """Open `relative` under `root` without following a link on any component; a descriptor.
+
+    `root` itself is the harness's path and is trusted; every component below it is opened
+    with `O_NOFOLLOW` relative to its parent's descriptor, so a link swapped in anywhere, at
+    any moment, fails the open instead of leading elsewhere. A FIFO is opened without blocking.
+
+    Raises:
+        UnsafeFileError: `relative` is absolute, climbs out with `..`, or a component is a link.
+        OSError: Anything else (missing file, permissions).
     """
+    pure = PurePosixPath(relative)
+    parts = pure.parts
+    if not parts or pure.is_absolute() or ".." in parts:
+        raise UnsafeFileError(f"'{relative}': give a path inside the workspace, relative to it")
+    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            if last and not directory:
+                flags = os.O_RDONLY | os.O_NONBLOCK | nofollow
+            else:
+                flags = os.O_RDONLY | os.O_DIRECTORY | nofollow
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, part):
+                    where = "/".join(parts[: index + 1])
+                    raise UnsafeFileError(
+                        f"'{where}' is a symbolic link; links in the workspace are not followed"
+                    ) from err
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_beneath(root: Path, relative: str, *, limit_bytes: int) -> bytes:
+    """The bytes of the regular file `relative` under `root`, read without following links.
+
+    Raises:
+        UnsafeFileError: A link on the way, not a regular file (FIFO, device, socket, folder),
+            or larger than `limit_bytes` (checked before reading, and while reading).
+        OSError: The file is missing or unreadable.
+    """
+    fd = open_beneath(root, relative)
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            kind = file_kind(status.st_mode)
+            raise UnsafeFileError(f"'{relative}' is {kind}, not a regular file")
+        if status.st_size > limit_bytes:
+            raise UnsafeFileError(
+                f"'{relative}' has {status.st_size} bytes, above the limit of {limit_bytes}"
+            )
+        data = handle.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        raise UnsafeFileError(f"'{relative}' grew above the limit of {limit_bytes} bytes")
+    return data
+
+
+def write_beneath(root: Path, relative: str, data: bytes) -> None:
+    """Replace (or create) the regular file `relative` under `root`, following no link.
+
+    Missing folders on the way are created; an existing entry of that name (a file or a link,
+    never a folder) is removed first and the new file is created exclusively, so the write
+    lands in the workspace whatever the agent placed there.
+
+    Raises:
+        UnsafeFileError: A link on the way, or `relative` names a folder.
+        OSError: The write failed.
+    """
+    pure = PurePosixPath(relative)
+    parent = str(pure.parent)
+    if parent != ".":
+        _make_dirs_beneath(root, pure.parent.parts)
+        fd = open_beneath(root, parent, directory=True)
+    else:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        name = pure.name
+        try:
+            status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            status = None
+        if status is not None:
+            if stat.S_ISDIR(status.st_mode):
+                raise UnsafeFileError(f"'{relative}' is a folder")
+            os.unlink(name, dir_fd=fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        out = os.open(name, flags, 0o644, dir_fd=fd)
+        with os.fdopen(out, "wb") as handle:
+            handle.write(data)
+    finally:
+        os.close(fd)
+
+
+def scan(root: Path, *, max_entries: int = DIGEST_MAX_ENTRIES) -> tuple[list[Entry], bool]:
+    """Every entry under `root` (files, links, special files, folders), never through a link.
+
+    Folders are opened with `open_beneath`, links are listed and not entered, and the walk
+    stops at `max_entries` entries or `MAX_DEPTH` folders deep.
+
+    Returns:
+        The entries in walk order, and whether the walk stopped early.
+    """
+    found: list[Entry] = []
+    pending: list[tuple[str, int]] = [("", 0)]
+    cut = False
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            fd = (
+                open_beneath(root, folder, directory=True)
+                if folder
+                else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            )
+        except (OSError, UnsafeFileError):
+            continue  # removed or swapped for a link since it was listed
+        try:
+            with os.scandir(fd) as listing:
+                names = sorted(entry.name for entry in listing)
+            for name in names:
+                if len(found) >= max_entries:
+                    return found, True
+                try:
+                    status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                relative = f"{folder}/{name}" if folder else name
+                found.append(Entry(relative, status))
+                if stat.S_ISDIR(status.st_mode):
+                    if depth + 1 >= MAX_DEPTH:
+                        cut = True
+                    else:
+                        pending.append((relative, depth + 1))
+        finally:
+            os.close(fd)
+    return found, cut
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """Relative POSIX path -> fingerprint of every file under `folder`, bounded in time.
+
+    - a regular file up to `DIGEST_FILE_BYTES`: its sha256, while the digest has read less
+      than `DIGEST_TOTAL_BYTES` in all;
+    - a larger file (a sparse one too): `partial:` with its size, the bytes allocated, its
+      modification time and the sha256 of its first `DIGEST_PREFIX_BYTES`; once the total is
+      spent, `unread:` with size and time only;
+    - a symbolic link: `symlink:<target>`, never followed (pointing a submission file at another
+      file shows up as a change); a FIFO, socket or device: `special:<kind>`, never opened;
+    - when the walk stops early (`DIGEST_MAX_ENTRIES`, `MAX_DEPTH`), the key `DIGEST_CUT_KEY`.
+    """
+    folder = Path(folder)
+    entries, cut = scan(folder, max_entries=DIGEST_MAX_ENTRIES)
     found: dict[str, str] = {}
-    for root, dirnames, filenames in os.walk(folder):
-        base = Path(root)
-        names = list(filenames) + [d for d in dirnames if (base / d).is_symlink()]
-        for name in names:
-            path = base / name
-            relative = path.relative_to(folder).as_posix()
-            if path.is_symlink():
-                found[relative] = f"symlink:{os.readlink(path)}"
-            elif path.is_file():
-                found[relative] = _sha256(path)
+    budget = DIGEST_TOTAL_BYTES
+    for entry in entries:
+        mode = entry.status.st_mode
+        if stat.S_ISDIR(mode):
+            continue
+        if stat.S_ISLNK(mode):
+            try:
+                found[entry.relative] = f"symlink:{_read_link(folder, entry.relative)}"
+            except (OSError, UnsafeFileError):
+                found[entry.relative] = "symlink:?"
+            continue
+        if not stat.S_ISREG(mode):
+            found[entry.relative] = f"special:{file_kind(mode)}"
+            continue
+        size = entry.status.st_size
+        times = f"mtime_ns={entry.status.st_mtime_ns}"
+        whole = size <= DIGEST_FILE_BYTES
+        limit = size if whole else DIGEST_PREFIX_BYTES
+        if limit > budget:
+            found[entry.relative] = f"unread:size={size}:{times}"
+            continue
+        try:
+            hashed, read = _hash_beneath(folder, entry.relative, limit)
+        except (OSError, UnsafeFileError) as err:
+            found[entry.relative] = f"unreadable:{err}"
+            continue
+        budget -= read
+        if whole:
+            found[entry.relative] = hashed
+        else:
+            allocated = entry.status.st_blocks * 512
+            found[entry.relative] = (
+                f"partial:size={size}:allocated={allocated}:{times}:"
+                f"sha256_first_{DIGEST_PREFIX_BYTES}={hashed}"
+            )
+    if cut:
+        found[DIGEST_CUT_KEY] = (
+            f"the digest stopped after {len(entries)} entries (at most {DIGEST_MAX_ENTRIES}, "
+            f"{MAX_DEPTH} folders deep)"
+        )
     return found
 
 
@@ -240,6 +491,8 @@ def render_brief(task: Task, *, device: str, budget: Budget, reference_files: li
     Returns:
         Markdown text.
     """
+    from gauntlet.agents.tools import tools_for
+
     spec = task.spec
     contract = spec.submission
     lines = [
@@ -260,7 +513,7 @@ def render_brief(task: Task, *, device: str, budget: Budget, reference_files: li
     signature = _entry_signature(task)
     if signature:
         lines += ["- Signature:", "", "```python", signature, "```"]
-    starting = _starting_file(task)
+    starting = starting_file(task)
     if starting is not None:
         lines.append(f"- `{contract.files[0]}` starts as a copy of the task's starting point.")
     lines.append(
@@ -322,7 +575,7 @@ def _budget_lines(task: Task, budget: Budget) -> list[str]:
     return items
 
 
-def _starting_file(task: Task) -> str | None:
+def starting_file(task: Task) -> str | None:
     """The task file copied to the contract's first file.
 
     The template, else a same-language baseline (`triton2triton`, `cuda2cuda`), else nothing.
@@ -351,7 +604,7 @@ def _entry_signature(task: Task) -> str | None:
     spec = task.spec
     if spec.submission.language == "asm":
         return None
-    candidates = [_starting_file(task)]
+    candidates = [starting_file(task)]
     if spec.baseline is not None:
         candidates.append(spec.baseline.file)
     candidates.append(spec.reference.file)
@@ -383,9 +636,74 @@ def _accel_manual(task: Task) -> str:
     return text
 
 
-def _sha256(path: Path) -> str:
+def _hash_beneath(root: Path, relative: str, limit_bytes: int) -> tuple[str, int]:
+    """sha256 of the first `limit_bytes` of a regular file (opened without following links)."""
+    fd = open_beneath(root, relative)
     hasher = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+    read = 0
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError(f"'{relative}' is not a regular file")
+        while read < limit_bytes:
+            block = handle.read(min(1 << 20, limit_bytes - read))
+            if not block:
+                break
             hasher.update(block)
-    return hasher.hexdigest()
+            read += len(block)
+    return hasher.hexdigest(), read
+
+
+def _read_link(root: Path, relative: str) -> str:
+    pure = PurePosixPath(relative)
+    parent = str(pure.parent)
+    if parent == ".":
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    else:
+        fd = open_beneath(root, parent, directory=True)
+    try:
+        return os.readlink(pure.name, dir_fd=fd)[:4096]
+    finally:
+        os.close(fd)
+
+
+def _make_dirs_beneath(root: Path, parts: tuple[str, ...]) -> None:
+    for index in range(len(parts)):
+        relative = "/".join(parts[: index + 1])
+        try:
+            os.close(open_beneath(root, relative, directory=True))
+        except FileNotFoundError:
+            parent = "/".join(parts[:index])
+            fd = (
+                open_beneath(root, parent, directory=True)
+                if parent
+                else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            )
+            try:
+                os.mkdir(parts[index], dir_fd=fd)
+            except FileExistsError:
+                pass
+            finally:
+                os.close(fd)
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def file_kind(mode: int) -> str:
+    """What a file mode is, in words."""
+    for test, name in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISREG, "a regular file"),
+    ):
+        if test(mode):
+            return name
+    return "an unknown kind of file"

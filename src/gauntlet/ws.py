@@ -2,11 +2,13 @@
 
 An agent calls `gauntlet-ws check`, `gauntlet-ws test`, ... from its workspace. While an
 attempt runs, the harness serves that workspace's `Toolbox` on a Unix socket (`ToolServer`),
-outside any sandbox, and hands the socket's path to the agent in `GAUNTLET_WS_SOCKET`: the
-tools then run with the task's files, which the sandboxed agent cannot see, and the server
-answers only for its own workspace whatever the client claims. Without a server (a workspace
-opened by hand) the command runs the tools itself, from the task folder named in
-`.gauntlet-ws.json`.
+outside any sandbox, and hands the socket's path to the agent in `GAUNTLET_WS_SOCKET`. The
+server answers only for its own workspace whatever the client claims; it reads the workspace
+only through `gauntlet.workspace.read_beneath` (no link followed), searches the copies of the
+documents made in the workspace's tools folder when it was built, logs outside the workspace,
+and answers every request, a failure of its own included, with `{"ok": false, "text": why}`.
+Without a server (a workspace opened by hand) the command runs the tools itself, from the task
+folder named in `.gauntlet-ws.json`.
 
 Protocol: the client sends one JSON line `{"tool": NAME, "args": {...}}` and reads one JSON
 object `{"ok": BOOL, "text": STR}` until the server closes the connection.
@@ -35,10 +37,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The environment variable naming the tool server's socket.
-
 #: Largest request the server reads, in bytes.
 MAX_REQUEST_BYTES = 1 << 20
+#: Seconds a client has to send its request.
+REQUEST_TIMEOUT_S = 30.0
+#: Calls the server holds at once (one runs, the others wait); more are answered "busy".
+MAX_PENDING_CALLS = 16
 EXIT_OK, EXIT_TOOL_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -49,13 +53,18 @@ class ToolServer:
         """A server for `toolbox`; `caller` names the agent in the tool log."""
         self.toolbox = toolbox
         self.caller = caller
-        self.errors: list[str] = []
-        """Failures of our own machinery while serving (also sent to the client)."""
+        self._errors: list[str] = []
+        self._pending = threading.BoundedSemaphore(MAX_PENDING_CALLS)
         self._dir = Path(tempfile.mkdtemp(prefix="gws-"))
         self.socket_path = self._dir / "ws.sock"
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
+
+    @property
+    def errors(self) -> list[str]:
+        """Failures of our own machinery while serving (each also answered to the client)."""
+        return [*self.toolbox.errors, *self._errors]
 
     @property
     def socket_dir(self) -> Path:
@@ -102,26 +111,47 @@ class ToolServer:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:
-        from gauntlet.errors import GauntletError
-
         with conn:
-            try:
-                request = _read_request(conn)
-                name, args = request["tool"], request.get("args", {})
-                if not isinstance(name, str) or not isinstance(args, dict):
-                    raise ValueError("'tool' must be a string and 'args' an object")
-            except (ValueError, KeyError, OSError) as err:
-                _send(conn, {"ok": False, "text": f"bad request to the tool server: {err}"})
+            if not self._pending.acquire(blocking=False):
+                _send(conn, {"ok": False, "text": BUSY})
                 return
             try:
-                result = self.toolbox.call(name, args, caller=self.caller, scope="feedback")
-                reply = {"ok": result.ok, "text": result.text}
-            except GauntletError as err:
-                message = f"tool '{name}' failed in the harness: {err}"
-                logger.error("%s (workspace %s)", message, self.toolbox.workspace)
-                self.errors.append(message)
-                reply = {"ok": False, "text": message}
-            _send(conn, reply)
+                _send(conn, self._reply(conn))
+            # The server must answer and keep serving whatever breaks: a failure of our own
+            # becomes the answer, and is logged and kept in `errors`.
+            except Exception as err:  # noqa: BLE001
+                message = f"the tool server failed on this request: {type(err).__name__}: {err}"
+                logger.exception("tool server of %s failed", self.toolbox.workspace)
+                self._errors.append(message[:2000])
+                _send(conn, {"ok": False, "text": message[:2000]})
+            finally:
+                self._pending.release()
+
+    def _reply(self, conn: socket.socket) -> dict[str, Any]:
+        try:
+            conn.settimeout(REQUEST_TIMEOUT_S)
+            request = _read_request(conn)
+            name, args = request["tool"], request.get("args", {})
+            if not isinstance(name, str) or not isinstance(args, dict):
+                raise ValueError("'tool' must be a string and 'args' an object")
+        except (ValueError, KeyError, OSError, RecursionError) as err:
+            return {"ok": False, "text": f"bad request to the tool server: {_describe(err)}"}
+        result = self.toolbox.call(name, args, caller=self.caller, scope="feedback")
+        return {"ok": result.ok, "text": result.text}
+
+
+BUSY = (
+    f"the tool server already holds {MAX_PENDING_CALLS} calls of this workspace; "
+    "wait for them to finish"
+)
+
+
+def _describe(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return "the JSON is nested too deep"
+    if isinstance(err, TimeoutError):
+        return f"no complete request within {REQUEST_TIMEOUT_S:g} s"
+    return str(err)
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any]:
@@ -239,15 +269,18 @@ def _call_in_process(workspace: Path, tool: str, args: dict[str, Any]) -> dict[s
     from gauntlet.agents.tools import Toolbox
     from gauntlet.errors import GauntletError
     from gauntlet.task import load_task
-    from gauntlet.workspace import read_ws_config
+    from gauntlet.workspace import read_ws_config, tool_log_path
 
     try:
         config = read_ws_config(workspace)
         task = load_task(config.task_dir)
     except GauntletError as err:
         return {"ok": False, "text": f"gauntlet-ws cannot run the tools here: {err}"}
-    log = workspace / ".gauntlet-ws.log"
-    calls = len(log.read_text(encoding="utf-8").splitlines()) if log.is_file() else 0
-    toolbox = Toolbox(task, workspace, device=config.device, seed=calls)
+    log = tool_log_path(workspace.resolve())
+    try:
+        calls = log.read_bytes().count(b"\n") if log.is_file() else 0
+        toolbox = Toolbox(task, workspace, device=config.device, seed=calls)
+    except (OSError, GauntletError) as err:
+        return {"ok": False, "text": f"gauntlet-ws cannot run the tools here: {err}"}
     result = toolbox.call(tool, args, caller="gauntlet-ws", scope="feedback")
     return {"ok": result.ok, "text": result.text}

@@ -53,8 +53,10 @@ def facts(transcript: Path) -> dict:
     raise AssertionError("the fake recorded no facts")
 
 
-def tool_log(workspace: Path) -> list[dict]:
-    return [json.loads(line) for line in (workspace / ".gauntlet-ws.log").read_text().splitlines()]
+def tool_log(transcript: Path) -> list[dict]:
+    # Kept with the attempt's transcript, outside the workspace.
+    log = transcript.parent / "tool-calls.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 CASES = {
@@ -147,8 +149,8 @@ def test_cli_agent_headless_run(
     # The fake edited the kernel and reached the tool server through gauntlet-ws.
     marker = "cursor" if name == "cursor" else name.split("-")[0]
     assert f"# edited by {marker}" in (ws.path / "kernel.py").read_text()
-    assert workspace_changes(ws) == {"kernel.py": "modified", ".gauntlet-ws.log": "added"}
-    calls = tool_log(ws.path)
+    assert workspace_changes(ws) == {"kernel.py": "modified"}
+    calls = tool_log(ctx.transcript)
     assert [(c["caller"], c["tool"], c["ok"]) for c in calls] == [(name, tool, True)]
     rendered = "\n".join(render_transcript(ctx.transcript))
     assert ("All checks passed" if tool == "check" else "status: pass") in rendered
@@ -275,7 +277,7 @@ def test_cli_agent_under_bwrap(scale_task, make_context, monkeypatch: pytest.Mon
     env = facts(ctx.transcript)["env"]
     assert env["IS_SANDBOX"] == "1"
     assert "# edited by claude" in (ws.path / "kernel.py").read_text()
-    assert [(c["tool"], c["ok"]) for c in tool_log(ws.path)] == [("check", True)]
+    assert [(c["tool"], c["ok"]) for c in tool_log(ctx.transcript)] == [("check", True)]
 
 
 def test_generic_command_placeholders_stdin_and_usage_lines(scale_task, make_context) -> None:

@@ -17,6 +17,7 @@ visible configurations only; the inputs are drawn from `seed` (never the run's s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,11 +46,52 @@ def _config(task: Task, name: str | None) -> Config:
 
 
 def grep_manual(task: Task, pattern: str) -> str:
-    """Search the manual of the task's platform (default hardware) for a regular expression."""
-    from gauntlet.accel import get_platform
-    from gauntlet.accel import grep_manual as grep
+    """Search the manual of the task's platform (default hardware) for a regular expression.
 
-    return str(grep(get_platform(str(task.spec.platform)), pattern))
+    The search runs in a separate process under a time and memory limit
+    (`gauntlet.agents.tools.run_limited_python`): Python's `re` cannot be interrupted, so a
+    pattern that backtracks without end, or one nested too deep, fails there.
+
+    Raises:
+        PatternError: The pattern is too long, too complex or too slow.
+    """
+    from gauntlet.agents.tools import MAX_PATTERN_CHARS, PatternError, run_limited_python
+
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(
+            f"the pattern has {len(pattern)} characters, above the limit of {MAX_PATTERN_CHARS}"
+        )
+    reply = run_limited_python(
+        _GREP_MANUAL_CHILD,
+        {
+            "src": str(Path(__file__).resolve().parents[2]),
+            "platform": str(task.spec.platform),
+            "pattern": pattern,
+        },
+        what=f"the pattern {pattern[:80]!r}",
+        site=True,
+    )
+    return str(reply["text"])
+
+
+#: The search process of `grep_manual`: the manual is made before the timer starts.
+_GREP_MANUAL_CHILD = """\
+import json, resource, signal, sys
+request = json.loads(sys.stdin.buffer.read())
+sys.path.insert(0, request["src"])
+from gauntlet.accel import get_platform, grep_manual, manual
+platform = get_platform(request["platform"])
+manual(platform)
+limit = request["memory_bytes"]
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+signal.setitimer(signal.ITIMER_REAL, request["limit_s"])
+try:
+    reply = {"text": grep_manual(platform, request["pattern"])}
+except (RecursionError, MemoryError, OverflowError) as err:
+    reply = {"error": f"too complex a regular expression ({type(err).__name__}); nest less"}
+signal.setitimer(signal.ITIMER_REAL, 0)
+sys.stdout.write(json.dumps(reply))
+"""
 
 
 def check_syntax(task: Task, source: str, config: str | None = None) -> str:

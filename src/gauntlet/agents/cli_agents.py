@@ -488,7 +488,14 @@ class CLIAgent:
     def run(self, ctx: AgentContext) -> AgentResult:
         """Run the agent until it exits or its budget runs out; the workspace is the result."""
         home = Path(tempfile.mkdtemp(prefix="gauntlet-home-"))
-        toolbox = Toolbox(ctx.task, ctx.workspace, device=ctx.device, seed=ctx.seed)
+        # The call log is kept with the attempt's transcript, outside the workspace.
+        toolbox = Toolbox(
+            ctx.task,
+            ctx.workspace,
+            device=ctx.device,
+            seed=ctx.seed,
+            log_path=ctx.transcript.parent / "tool-calls.jsonl",
+        )
         try:
             with ToolServer(toolbox, caller=self.name) as server:
                 return self._run(ctx, home, server, toolbox)

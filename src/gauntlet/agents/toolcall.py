@@ -137,7 +137,14 @@ class _Session:
         self.ctx = ctx
         self.client = client
         self.writer = writer
-        self.toolbox = Toolbox(ctx.task, ctx.workspace, device=ctx.device, seed=ctx.seed)
+        # The call log is kept with the attempt's transcript, outside the workspace.
+        self.toolbox = Toolbox(
+            ctx.task,
+            ctx.workspace,
+            device=ctx.device,
+            seed=ctx.seed,
+            log_path=ctx.transcript.parent / "tool-calls.jsonl",
+        )
         self.specs: list[ToolSpec] = self.toolbox.specs()
         self.tools = [t.openai_tool() for t in self.specs]
         self.max_turns = turn_limit(ctx.task, ctx.budget)
