@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from gauntlet.judge import bytecode
 from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.judge.verdict import (
@@ -194,6 +195,8 @@ def judge(
     """
     if mode == "feedback":
         configs = "visible"
+    # Before any worker imports the judge's modules: none runs tampered bytecode.
+    bytecode.check_package()
     verdicts = _Verdicts(task, device, mode)
     with tempfile.TemporaryDirectory(prefix="gauntlet-judge-", dir=workdir) as tmp:
         work = Path(tmp)
