@@ -26,6 +26,17 @@ needs_bwrap = pytest.mark.skipif(
     sandbox.availability("bwrap") is not None,
     reason=f"bwrap is not usable here: {sandbox.availability('bwrap')}",
 )
+#: The sandboxes that contain an agent in namespaces, each skipped where it does not work.
+CONTAINING = [
+    pytest.param(
+        kind,
+        marks=pytest.mark.skipif(
+            sandbox.availability(kind) is not None,
+            reason=f"{kind} is not usable here: {sandbox.availability(kind)}",
+        ),
+    )
+    for kind in ("bwrap", "confine")
+]
 
 PROBE = """\
 import json, subprocess, sys
@@ -92,11 +103,11 @@ def probe_run(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> dic
     raise AssertionError(f"no probe output in {ctx.transcript.read_text()}")
 
 
-@needs_bwrap
-def test_bwrap_hides_the_task_the_run_and_other_attempts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", CONTAINING)
+def test_sandbox_hides_the_task_the_run_and_other_attempts(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    results = probe_run(tmp_path, "bwrap", monkeypatch)
+    results = probe_run(tmp_path, kind, monkeypatch)
     for secret in (
         "hidden configs (task.toml)",
         "expert solution",
@@ -123,9 +134,9 @@ def test_without_a_sandbox_the_probe_sees_everything(
     assert results["hidden configs (task.toml)"] == "read"
 
 
-@needs_bwrap
+@pytest.mark.parametrize("kind", CONTAINING)
 @pytest.mark.parametrize("network", [False, True])
-def test_bwrap_network_option(tmp_path: Path, network: bool) -> None:
+def test_network_option(kind: str, tmp_path: Path, network: bool) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
@@ -137,7 +148,7 @@ def test_bwrap_network_option(tmp_path: Path, network: bool) -> None:
             "except OSError as err:\n    print('refused', err)\n"
         )
         launch = sandbox.prepare(
-            sandbox.SandboxSpec(kind="bwrap", network=network),
+            sandbox.SandboxSpec(kind=kind, network=network),  # type: ignore[arg-type]
             [sys.executable, "-c", code],
             workspace=tmp_path,
             env={"PATH": "/usr/bin:/bin"},
@@ -147,8 +158,8 @@ def test_bwrap_network_option(tmp_path: Path, network: bool) -> None:
     assert finished.stdout.startswith("connected" if network else "refused")
 
 
-@needs_bwrap
-def test_bwrap_kills_even_processes_that_left_the_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", CONTAINING)
+def test_sandbox_kills_even_processes_that_left_the_session(kind: str, tmp_path: Path) -> None:
     token = f"gauntlet-escapee-{time.monotonic_ns()}"
     code = (
         "import os, subprocess, sys, time\n"
@@ -157,7 +168,7 @@ def test_bwrap_kills_even_processes_that_left_the_session(tmp_path: Path) -> Non
         "while True: time.sleep(1)\n"
     )
     launch = sandbox.prepare(
-        sandbox.SandboxSpec(kind="bwrap", network=False),
+        sandbox.SandboxSpec(kind=kind, network=False),  # type: ignore[arg-type]
         [sys.executable, "-c", code],
         workspace=tmp_path,
         env={"PATH": "/usr/bin:/bin"},
@@ -210,12 +221,12 @@ def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert launch.cleanup == [["/usr/bin/docker", "kill", "gauntlet-attempt-1"]]
 
 
-@needs_bwrap
-def test_bwrap_refuses_to_show_a_hidden_path(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", CONTAINING)
+def test_sandbox_refuses_to_show_a_hidden_path(kind: str, tmp_path: Path) -> None:
     inside_the_toolchain = Path(sys.prefix) / "tasks" / "softmax"
     with pytest.raises(ConfigError, match="would show .* under"):
         sandbox.prepare(
-            sandbox.SandboxSpec(kind="bwrap"),
+            sandbox.SandboxSpec(kind=kind),  # type: ignore[arg-type]
             [sys.executable, "-c", "pass"],
             workspace=tmp_path,
             env={"PATH": "/usr/bin:/bin"},
@@ -223,15 +234,15 @@ def test_bwrap_refuses_to_show_a_hidden_path(tmp_path: Path) -> None:
         )
 
 
-@needs_bwrap
+@pytest.mark.parametrize("kind", CONTAINING)
 def test_a_linked_submission_does_not_smuggle_in_the_expert(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task = load_task(TASK_DIR)
     budget = Budget(wall_s=60)
     ws = build_workspace(task, tmp_path / "ws", device="cpu", budget=budget)
     expert = TASK_DIR / "expert" / "kernel.py"
-    monkeypatch.setenv("GAUNTLET_SANDBOX", "bwrap")
+    monkeypatch.setenv("GAUNTLET_SANDBOX", kind)
     ctx = AgentContext(
         task=task,
         workspace=ws.path,
@@ -245,3 +256,55 @@ def test_a_linked_submission_does_not_smuggle_in_the_expert(
     assert workspace_changes(ws) == {"kernel.py": "modified"}
     verdict = judge(task, ws.path, device="cpu", seed=3, mode="final")
     assert verdict.status != "pass"
+
+
+def test_auto_takes_the_strongest_sandbox_that_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    works = {"bwrap": None, "confine": None}
+    monkeypatch.setattr(sandbox, "availability", lambda kind: works.get(kind))
+    assert sandbox.resolve("auto") == ("bwrap", "")
+    works["bwrap"] = "the 'bwrap' command is missing"
+    assert sandbox.resolve("auto") == ("confine", "")
+    works["confine"] = "user namespaces are disabled"
+    kind, note = sandbox.resolve("auto")
+    assert kind == "none"
+    assert "bwrap: the 'bwrap' command is missing" in note
+    assert "confine: user namespaces are disabled" in note
+    # Asked for by name, a kind is itself (and an unusable one fails where it is used).
+    assert sandbox.resolve("none") == ("none", "")
+
+
+def test_cli_agents_default_to_auto_and_record_what_it_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GAUNTLET_SANDBOX", raising=False)
+    made = make_agent("generic:true")
+    assert made.sandbox_kind == sandbox.resolve("auto")[0]  # type: ignore[attr-defined]
+    assert made.sandbox_kind != "auto"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "network", "command"),
+    [
+        ("generic:sandbox=none:echo hi", "none", True, ["echo", "hi"]),
+        (
+            "generic:sandbox=none,network=off:sh a.sh --x=1",
+            "none",
+            False,
+            ["sh", "a.sh", "--x=1"],
+        ),
+        ("generic:echo sandbox=none:x", None, True, ["echo", "sandbox=none:x"]),
+    ],
+)
+def test_generic_takes_the_sandbox_options_before_its_command(
+    spec: str, kind: str | None, network: bool, command: list[str]
+) -> None:
+    made = make_agent(spec)
+    assert made.command == command  # type: ignore[attr-defined]
+    assert made.sandbox.network is network  # type: ignore[attr-defined]
+    if kind is not None:
+        assert made.sandbox_kind == kind  # type: ignore[attr-defined]
+
+
+def test_generic_rejects_an_unknown_sandbox() -> None:
+    with pytest.raises(ConfigError, match="unknown sandbox 'jail'.*known: auto"):
+        make_agent("generic:sandbox=jail:echo hi")

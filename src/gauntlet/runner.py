@@ -296,6 +296,7 @@ def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> At
         usage=result.usage,
         agent_status=result.status,
         agent_message=result.message,
+        sandbox=result.sandbox,
         started_at=started,
         finished_at=now(),
         workspace_changes=changes,
@@ -307,6 +308,11 @@ def _run_agent(job: Job, ctx: AgentContext) -> AgentResult:
     result = run_in_child(job.agent, ctx)
     if result.status == "error":
         logger.warning("agent %s failed on %s: %s", job.agent, job.attempt_id, result.message)
+    if result.sandbox is None:
+        # A child killed at its budget reports nothing: its sandbox is the agent's, resolved
+        # here as the child resolved it.
+        kind = getattr(make_agent(job.agent), "sandbox_kind", None)
+        result = result.model_copy(update={"sandbox": kind})
     return result
 
 

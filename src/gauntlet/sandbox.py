@@ -1,8 +1,9 @@
-"""Sandboxes for agent processes: `none`, `bwrap` and `docker`.
+"""Sandboxes for agent processes: `auto`, `bwrap`, `confine`, `docker` and `none`.
 
 `prepare` turns an agent's command into the command that starts it inside the chosen sandbox:
 
-- `none`: the command itself, in the workspace, with the scrubbed environment it is given.
+- `auto` (the default): the strongest sandbox that works on this machine, `bwrap`, else
+  `confine`, else `none` with a warning (`resolve` says which and why).
 - `bwrap` (bubblewrap): a new mount, PID, IPC, UTS and user namespace (network too unless
   `network` is on). The file system holds only the workspace and the extra writable folders
   (read-write), the toolchain (read-only: `/usr`, a few files of `/etc`, the Python
@@ -10,14 +11,22 @@
   own installation), and fresh `/tmp`, `/proc`, `/dev`. The task folder (hidden configs, expert
   solution), the run directory and other attempts' workspaces are not there. Killing bwrap kills
   everything inside: the agent runs as PID 1's child in its own PID namespace.
+- `confine`: the same view through `gauntlet.confine`, the launcher the judge confines its
+  candidate workers with (standard library only), for machines without bubblewrap: user, PID,
+  mount, IPC, UTS and network namespaces, a non-root id inside, every process it leaves killed
+  with the namespace.
 - `docker`: `docker run` of an image that holds the agent's CLI and Kernel Gauntlet, with the
   workspace and the extra folders mounted at the same paths. Untested in this repository's CI
   (no Docker daemon there); see docs/agents.md.
+- `none`: the command itself, in the workspace, with the scrubbed environment it is given. It
+  contains nothing: the agent reads and writes whatever the user can. Only when asked for (or
+  when `auto` finds no sandbox), and recorded with the attempt as unsandboxed.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import sys
@@ -28,11 +37,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gauntlet import process
+from gauntlet import confine, process
 from gauntlet.errors import ConfigError
 
-SandboxKind = Literal["none", "bwrap", "docker"]
+logger = logging.getLogger(__name__)
+
+SandboxKind = Literal["auto", "bwrap", "confine", "docker", "none"]
 SANDBOX_KINDS: tuple[str, ...] = SandboxKind.__args__  # type: ignore[attr-defined]
+#: What `auto` tries, strongest first; `none` when neither works.
+AUTO_ORDER = ("bwrap", "confine")
 
 #: Image `docker` runs when none is named: built by the user (docs/agents.md says how).
 DEFAULT_DOCKER_IMAGE = "kernel-gauntlet-agent:latest"
@@ -70,7 +83,7 @@ class SandboxSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: SandboxKind = "none"
+    kind: SandboxKind = "auto"
     network: bool = True
     """Whether the agent can reach the network (CLI agents need it for their model's API)."""
     image: str = DEFAULT_DOCKER_IMAGE
@@ -120,25 +133,69 @@ def prepare(
         ConfigError: The sandbox is not usable here, or it would show a `hidden` path.
     """
     workspace = Path(workspace).resolve()
-    if spec.kind == "none":
+    kind, _ = resolve(spec.kind)
+    if kind == "none":
         return Launch(argv=list(argv), env=dict(env), cwd=workspace)
-    problem = availability(spec.kind)
+    problem = availability(kind)
     if problem is not None:
-        raise ConfigError(f"sandbox '{spec.kind}' is not usable here: {problem}")
-    if spec.kind == "bwrap":
-        return _bwrap(spec, argv, workspace, env, writable, readable, hidden)
-    return _docker(spec, argv, workspace, env, writable, name)
+        raise ConfigError(f"sandbox '{kind}' is not usable here: {problem}")
+    if kind == "docker":
+        return _docker(spec, argv, workspace, env, writable, name)
+    read_only = toolchain_paths() + binary_paths(argv[0], env.get("PATH", ""))
+    read_only += [Path(p).resolve() for p in readable]
+    read_write = [workspace, *(Path(p).resolve() for p in writable)]
+    shown = [Path(d) for d in SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()]
+    for secret in (Path(h).resolve() for h in hidden):
+        exposed = next(
+            (b for b in [*shown, *read_only, *read_write] if secret.is_relative_to(b)), None
+        )
+        if exposed is not None:
+            raise ConfigError(
+                f"sandbox '{kind}' would show '{secret}' to the agent: it lies under "
+                f"'{exposed}', which the sandbox shows; move the task suite elsewhere "
+                "(GAUNTLET_TASKS_DIR)"
+            )
+    if kind == "bwrap":
+        return _bwrap(spec, argv, workspace, env, _outermost(read_only), read_write)
+    return _confine(spec, argv, workspace, env, _outermost(read_only), read_write)
 
 
 def availability(kind: str) -> str | None:
     """None when sandbox `kind` works here, else why not (with the remedy)."""
-    if kind == "none":
+    if kind in ("none", "auto"):
         return None
     if kind == "bwrap":
         return _bwrap_problem()
+    if kind == "confine":
+        return confine.available()
     if kind == "docker":
         return _docker_problem()
     raise ConfigError(f"unknown sandbox '{kind}' (known: {', '.join(SANDBOX_KINDS)})")
+
+
+def resolve(kind: str) -> tuple[str, str]:
+    """The sandbox that `kind` stands for here, and a note when `auto` found none that works.
+
+    Every kind but `auto` stands for itself. `auto` is the first of `AUTO_ORDER` that works,
+    else `none`, with the note saying why each failed (a warning is logged once).
+    """
+    if kind != "auto":
+        availability(kind)  # raises ConfigError on an unknown kind
+        return kind, ""
+    problems = []
+    for candidate in AUTO_ORDER:
+        problem = availability(candidate)
+        if problem is None:
+            return candidate, ""
+        problems.append(f"{candidate}: {problem}")
+    note = "no sandbox works here, so agents run unsandboxed (" + "; ".join(problems) + ")"
+    _warn_unsandboxed(note)
+    return "none", note
+
+
+@functools.cache
+def _warn_unsandboxed(note: str) -> None:
+    logger.warning("%s", note)
 
 
 def toolchain_paths() -> list[Path]:
@@ -177,9 +234,8 @@ def _bwrap(
     argv: Sequence[str],
     workspace: Path,
     env: Mapping[str, str],
-    writable: Sequence[Path],
-    readable: Sequence[Path],
-    hidden: Sequence[Path],
+    read_only: Sequence[Path],
+    read_write: Sequence[Path],
 ) -> Launch:
     bwrap = shutil.which("bwrap")
     assert bwrap is not None  # availability() checked it
@@ -189,25 +245,32 @@ def _bwrap(
     args += _system_binds()
     # Fresh /tmp first: the binds that follow may lie under /tmp and must stay visible.
     args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
-    read_only = toolchain_paths() + binary_paths(argv[0], env.get("PATH", ""))
-    read_only += [Path(p).resolve() for p in readable]
-    read_write = [workspace, *(Path(p).resolve() for p in writable)]
-    shown = [Path(d) for d in SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()]
-    for secret in (Path(h).resolve() for h in hidden):
-        exposed = next(
-            (b for b in [*shown, *read_only, *read_write] if secret.is_relative_to(b)), None
-        )
-        if exposed is not None:
-            raise ConfigError(
-                f"sandbox 'bwrap' would show '{secret}' to the agent: it lies under '{exposed}', "
-                "which the sandbox binds; move the task suite elsewhere (GAUNTLET_TASKS_DIR)"
-            )
-    for path in _outermost(read_only):
+    for path in read_only:
         args += ["--ro-bind", str(path), str(path)]
     for path in read_write:
         args += ["--bind", str(path), str(path)]
     args += ["--chdir", str(workspace), "--", *argv]
     return Launch(argv=args, env=dict(env), cwd=workspace)
+
+
+def _confine(
+    spec: SandboxSpec,
+    argv: Sequence[str],
+    workspace: Path,
+    env: Mapping[str, str],
+    read_only: Sequence[Path],
+    read_write: Sequence[Path],
+) -> Launch:
+    # The launcher shows confine.SYSTEM_DIRS itself; the other system folders (/opt, where
+    # agents' runtimes are often installed) are shown read-only like the rest of the toolchain.
+    extra = [Path(d) for d in SYSTEM_DIRS if d not in confine.SYSTEM_DIRS and Path(d).is_dir()]
+    confinement = confine.Confinement(
+        readonly=tuple(_outermost([*extra, *read_only])),
+        writable=tuple(read_write),
+        network=spec.network,
+        cwd=workspace,
+    )
+    return Launch(argv=confine.confined_argv(argv, confinement), env=dict(env), cwd=workspace)
 
 
 def _docker(

@@ -358,6 +358,9 @@ class GroupScores(_Frozen):
     totals: CostTotals = CostTotals()
     missing_tasks: list[str] = Field(default_factory=list)
     """Tasks of the run with no recorded attempt (counted as failures)."""
+    unsandboxed: int = 0
+    """Attempts whose agent ran its processes unsandboxed (sandbox `none`): it could read and
+    write whatever the harness's user can, so their results are not to be trusted."""
 
     @property
     def label(self) -> str:
@@ -794,6 +797,7 @@ def score_group(
         breakdowns=breakdowns,
         totals=totals,
         missing_tasks=[t.task_id for t in tasks if not t.attempt_ids],
+        unsandboxed=sum(r.sandbox == "none" for r in records),
     )
 
 

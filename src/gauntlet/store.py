@@ -82,6 +82,9 @@ class AttemptRecord(BaseModel):
     agent_status: str = ""
     """How the agent ended (`finished`, `budget_exhausted`, `timeout`, `error`)."""
     agent_message: str = ""
+    sandbox: str | None = None
+    """How the agent's own processes were contained (`bwrap`, `confine`, `docker`, or `none`:
+    unsandboxed); None for an agent that starts no process of its own."""
     started_at: datetime
     finished_at: datetime
     workspace_changes: dict[str, str] = Field(default_factory=dict)

@@ -71,7 +71,7 @@ def show_leaderboard(
     for column in ("#", "agent", "model", "tasks", *labels):
         table.add_column(column, overflow="fold")
     for row in board.rows:
-        names = (escape(row.agent), escape(row.model or ""))
+        names = (escape(row.agent_cell), escape(row.model or ""))
         cells = [_cell(row.metrics[key]) for key in LEADERBOARD_KEYS]
         table.add_row(str(row.rank), *names, str(row.tasks), *cells)
     out.print(table)

@@ -86,6 +86,9 @@ class AgentResult(BaseModel):
     message: str = ""
     """Why it stopped (an error message, 'turn budget exhausted', ...)."""
     transcript: Path | None = None
+    sandbox: str | None = None
+    """How the agent's own processes were contained (`bwrap`, `confine`, `docker`, `none`);
+    None for an agent that starts no process of its own (the judge contains submissions)."""
 
 
 @runtime_checkable

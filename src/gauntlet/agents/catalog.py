@@ -50,10 +50,15 @@ def describe_sandboxes() -> list[SandboxInfo]:
     for kind in sandbox.SANDBOX_KINDS:
         problem = sandbox.availability(kind)
         detail = {
-            "none": "temporary workspace, own process group, scrubbed environment",
+            "auto": "the default: the first of bwrap, confine that works, else none",
+            "none": "unsandboxed: the agent reads and writes what the user can (flagged)",
             "bwrap": "only the workspace writable, toolchain read-only, the rest invisible",
+            "confine": "as bwrap, through gauntlet's own namespace launcher",
             "docker": "a container of the agent image (untested in CI)",
         }[kind]
+        if kind == "auto":
+            chosen, note = sandbox.resolve(kind)
+            detail += f" (here: {chosen}{'; ' + note if note else ''})"
         infos.append(SandboxInfo(kind, problem is None, problem or detail))
     return infos
 

@@ -9,11 +9,12 @@ tokens, cost) is parsed from it. Budgets are enforced from outside: the wall clo
 the agent's whole process tree, and turns, tokens and dollars by killing it as soon as its
 stream shows the budget spent.
 
-Options (`claude-code:key=value,...`): `sandbox` (none, bwrap, docker), `network` (on, off),
-`image` (docker). Defaults come from `GAUNTLET_SANDBOX`, `GAUNTLET_SANDBOX_NETWORK` and
-`GAUNTLET_DOCKER_IMAGE`. `generic:'<command>'` takes the command instead (placeholders
-`{prompt}`, `{workspace}`, `{model}`, `{turns}`; the prompt also arrives on stdin) and uses the
-defaults.
+Options (`claude-code:key=value,...`): `sandbox` (auto, bwrap, confine, docker, none),
+`network` (on, off), `image` (docker). Defaults come from `GAUNTLET_SANDBOX` (else `auto`: the
+strongest sandbox that works here, `sandbox.resolve`), `GAUNTLET_SANDBOX_NETWORK` and
+`GAUNTLET_DOCKER_IMAGE`. `generic:'<command>'` takes a command (placeholders `{prompt}`,
+`{workspace}`, `{model}`, `{turns}`; the prompt also arrives on stdin), after the same options
+if wanted: `generic:sandbox=bwrap,network=off:'<command>'`.
 """
 
 from __future__ import annotations
@@ -50,8 +51,6 @@ from gauntlet.ws import ToolServer
 
 logger = logging.getLogger(__name__)
 
-#: Environment variables that set the default sandbox of CLI agents.
-
 #: Environment variables every agent keeps when set (locale, proxies).
 COMMON_ENV = ("LANG", "LC_ALL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE")
 #: Largest transcript kept, in bytes; the stream is still parsed past it.
@@ -62,7 +61,7 @@ STDERR_TAIL_CHARS = 2_000
 STDERR_LIMIT_BYTES = 256 * 1024
 
 OPTIONS = {
-    "sandbox": "none, bwrap or docker",
+    "sandbox": "auto (the default: bwrap, else confine, else none), bwrap, confine, docker or none",
     "network": "on or off: whether the sandbox reaches the network",
     "image": "the docker image",
 }
@@ -461,12 +460,15 @@ class CLIAgent:
         """
         self.profile = profile
         self.name = profile.name
-        self.sandbox = sandbox_spec
+        kind, self.sandbox_note = sandbox.resolve(sandbox_spec.kind)
+        self.sandbox = sandbox_spec.model_copy(update={"kind": kind})
+        self.sandbox_kind: str = kind
+        """How the agent's processes are contained (`auto` resolved): recorded per attempt."""
         self.command = command or []
         self.prices = prices if prices is not None else PriceTable()
         binary = self.command[0] if self.command else profile.binary
         # In a container the image's binary runs, found on the image's own PATH.
-        resolved = binary if sandbox_spec.kind == "docker" else shutil.which(binary)
+        resolved = binary if kind == "docker" else shutil.which(binary)
         if resolved is None:
             remedy = f"; install it with: {profile.install}" if profile.install else ""
             raise ConfigError(
@@ -479,11 +481,9 @@ class CLIAgent:
                 + " or ".join(profile.keys)
                 + " in the environment"
             )
-        problem = sandbox.availability(sandbox_spec.kind)
+        problem = sandbox.availability(kind)
         if problem is not None:
-            raise ConfigError(
-                f"agent '{self.name}' cannot use sandbox '{sandbox_spec.kind}': {problem}"
-            )
+            raise ConfigError(f"agent '{self.name}' cannot use sandbox '{kind}': {problem}")
 
     def run(self, ctx: AgentContext) -> AgentResult:
         """Run the agent until it exits or its budget runs out; the workspace is the result."""
@@ -551,7 +551,15 @@ class CLIAgent:
         status, message = self._outcome(ctx, finished, watch, stderr)
         if server.errors:
             message += f" (tool server: {'; '.join(server.errors[:3])})"
-        return AgentResult(status=status, usage=usage, message=message, transcript=ctx.transcript)
+        if self.sandbox_note:
+            message += f" ({self.sandbox_note})"
+        return AgentResult(
+            status=status,
+            usage=usage,
+            message=message,
+            transcript=ctx.transcript,
+            sandbox=self.sandbox_kind,
+        )
 
     def _environment(self, ctx: AgentContext, home: Path, server: ToolServer) -> dict[str, str]:
         tools_bin = str(Path(sys.executable).parent)
@@ -687,7 +695,7 @@ class _Watch:
 
 
 def _sandbox_from(agent_name: str, options: dict[str, str]) -> sandbox.SandboxSpec:
-    kind = options.get("sandbox", os.environ.get(SANDBOX_ENV, "none"))
+    kind = options.get("sandbox", os.environ.get(SANDBOX_ENV, "auto"))
     if kind not in sandbox.SANDBOX_KINDS:
         raise ConfigError(
             f"unknown sandbox '{kind}' for agent '{agent_name}' "
@@ -715,9 +723,19 @@ agent("cursor")(_named("cursor"))
 agent("aider")(_named("aider"))
 
 
+#: Options written before a generic command: `key=value,...:` with keys of `OPTIONS`.
+_KEYS = "|".join(OPTIONS)
+_GENERIC_OPTIONS = re.compile(rf"^((?:(?:{_KEYS})=[^,:\s]*,?)+):(.*)$", re.S)
+
+
 @agent("generic")
 def make_generic(argument: str) -> CLIAgent:
-    """`generic:'<command>'`: any command, launched like the other CLI agents."""
+    """`generic:[key=value,...:]'<command>'`: any command, launched like the other CLI agents."""
+    options: dict[str, str] = {}
+    prefix = _GENERIC_OPTIONS.match(argument)
+    if prefix is not None:
+        options = parse_options("generic", prefix.group(1), OPTIONS)
+        argument = prefix.group(2)
     try:
         command = shlex.split(argument)
     except ValueError as err:
@@ -727,6 +745,7 @@ def make_generic(argument: str) -> CLIAgent:
     if not command:
         raise ConfigError(
             "agent 'generic' needs a command: generic:'<command>' (placeholders {prompt}, "
-            "{workspace}, {model}, {turns}; the prompt also arrives on stdin)"
+            "{workspace}, {model}, {turns}; the prompt also arrives on stdin), after options "
+            "if wanted: generic:sandbox=none,network=off:'<command>'"
         )
-    return CLIAgent(PROFILES["generic"], _sandbox_from("generic", {}), command=command)
+    return CLIAgent(PROFILES["generic"], _sandbox_from("generic", options), command=command)

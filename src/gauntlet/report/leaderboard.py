@@ -44,6 +44,10 @@ LEADERBOARD_KEYS: tuple[str, ...] = (
 )
 
 
+#: How a row whose agent ran unsandboxed is flagged.
+UNSANDBOXED_FLAG = "[unsandboxed]"
+
+
 class LeaderboardRow(BaseModel):
     """One (agent, model) on the leaderboard."""
 
@@ -57,11 +61,18 @@ class LeaderboardRow(BaseModel):
     tasks: int
     attempts: int
     metrics: dict[str, Metric]
+    unsandboxed: int = 0
+    """Attempts whose agent ran unsandboxed (`GroupScores.unsandboxed`)."""
 
     @property
     def label(self) -> str:
         """`agent` or `agent@model`."""
         return group_label(self.agent, self.model)
+
+    @property
+    def agent_cell(self) -> str:
+        """The agent's name, flagged when any of its attempts ran unsandboxed."""
+        return f"{self.agent} {UNSANDBOXED_FLAG}" if self.unsandboxed else self.agent
 
 
 class Leaderboard(BaseModel):
@@ -85,6 +96,14 @@ class Leaderboard(BaseModel):
         ]
         if self.task_sets_differ:
             notes.append("Rows are over different task sets: compare their figures with care.")
+        flagged = [row for row in self.rows if row.unsandboxed]
+        if flagged:
+            notes.append(
+                f"{UNSANDBOXED_FLAG}: "
+                + ", ".join(f"{row.label} ({row.unsandboxed} of {row.attempts})" for row in flagged)
+                + " ran attempts unsandboxed (sandbox 'none'): such an agent could read the "
+                "task folder and the run directory, so its figures are not to be trusted."
+            )
         return notes
 
     def to_markdown(self) -> str:
@@ -97,7 +116,7 @@ class Leaderboard(BaseModel):
             "|" + "|".join(["---:", "---", "---", "---:"] + ["---:"] * len(LEADERBOARD_KEYS)) + "|",
         ]
         for row in self.rows:
-            cells = [str(row.rank), row.agent, row.model or "", str(row.tasks)]
+            cells = [str(row.rank), row.agent_cell, row.model or "", str(row.tasks)]
             cells += [_markdown_metric(row.metrics[key]) for key in LEADERBOARD_KEYS]
             lines.append("| " + " | ".join(_markdown_escape(c) for c in cells) + " |")
         notes = "\n".join(
@@ -198,6 +217,7 @@ def leaderboard(
                 tasks=len(group.tasks),
                 attempts=len(group_records),
                 metrics={k: group.metrics[k] for k in LEADERBOARD_KEYS},
+                unsandboxed=group.unsandboxed,
             )
         )
     rows.sort(key=_rank_key)
