@@ -5,10 +5,11 @@ and modification time, which anyone who can write the folder can copy: a poisone
 with the right header made a zeros kernel pass, in every later judgment, with `git status`
 clean. Sandboxed agents and confined candidates see the package read-only; an agent run with
 sandbox `none` does not. So before each judgment `check_package` compares every cached bytecode
-file of the package with its source compiled afresh, and removes any that differs (the workers
-then compile that module from source: they write no bytecode). A file already found good is
-not compiled again while its inode, size, change time and modification time stay the same: a
-process can forge a file's modification time but not its change time.
+file of the package that an import would use with its source compiled afresh, and removes any
+that differs (the workers then compile that module from source: they write no bytecode). A
+file already found good is not compiled again while its inode, size, change time and
+modification time stay the same: a process can forge a file's modification time but not its
+change time.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def check_package(root: Path | None = None) -> list[Path]:
             key = (stat.st_ino, stat.st_size, stat.st_ctime_ns, stat.st_mtime_ns)
             if _checked.get(cached) == key:
                 continue
-            if _matches_source(cached):
+            if not _would_be_used(cached) or _matches_source(cached):
                 _checked[cached] = key
                 continue
             cached.unlink(missing_ok=True)
@@ -60,6 +61,26 @@ def check_package(root: Path | None = None) -> list[Path]:
             removed.append(cached)
             logger.warning("removed '%s': it is not its source compiled (tampered with)", cached)
     return removed
+
+
+def _would_be_used(cached: Path) -> bool:
+    """Whether an import would run `cached`.
+
+    A hash-based file, or one whose header names its source's modification time and size (a
+    stale one is compiled afresh by the import).
+    """
+    try:
+        header = cached.read_bytes()[:HEADER_BYTES]
+        source = Path(importlib.util.source_from_cache(str(cached))).stat()
+    except (OSError, ValueError):
+        return False
+    if len(header) < HEADER_BYTES:
+        return False
+    if int.from_bytes(header[4:8], "little") != 0:
+        return True  # hash-based: an unchecked one is used whatever the source says
+    mtime = int.from_bytes(header[8:12], "little")
+    size = int.from_bytes(header[12:16], "little")
+    return mtime == int(source.st_mtime) & 0xFFFFFFFF and size == source.st_size & 0xFFFFFFFF
 
 
 def _matches_source(cached: Path) -> bool:

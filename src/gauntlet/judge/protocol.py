@@ -184,6 +184,9 @@ class CandidateTrial(_Frame):
     repeat_max_diff: Number | None = None
     own_kernels: Annotated[int, Field(ge=0)] | None = None
     """Launches of the submission's own Triton kernels during the trial (None: not counted)."""
+    most_ops: Annotated[int, Field(ge=0)] | None = None
+    """The most ATen operations one of the trial's calls (forward, backward, repeat) ran, as
+    the watch counted them (None: not watched)."""
     repeated: bool = False
     """Whether the call was repeated on the same input (then `repeat_max_diff` is its result;
     None there means the repeat returned another type)."""

@@ -164,6 +164,10 @@ class _ConfigState:
 
 #: Timed calls whose outputs the judge checks, per config.
 SAMPLED_CALLS = 3
+#: ATen operations one call of a submission may run (allocations, views and glue included).
+#: Kernels launched from Python loops over heads, experts or chunks stay far below; work done
+#: element by element through PyTorch's scalar reads and writes does not.
+MAX_OPS_PER_CALL = 10_000
 
 
 def timing_for(
@@ -745,6 +749,17 @@ class _CandidateSession:
                     )
                 checking = time.monotonic()
                 check.check_trial(trial, tensors)
+                if self.ev.watched and (trial.most_ops or 0) > MAX_OPS_PER_CALL:
+                    # Each element read into Python (`item`, `float`, `tolist`, a storage's
+                    # values) or written back one by one is an operation: an answer computed
+                    # element by element in Python beside a decoy kernel shows up here.
+                    raise _Ended(
+                        "rejected",
+                        f"on config {state.config.label()} (trial {index}) one call of the "
+                        f"submission ran {trial.most_ops} PyTorch operations (at most "
+                        f"{MAX_OPS_PER_CALL} are allowed): the work was done element by element "
+                        "in Python, not by its kernels",
+                    )
                 if not check.reason and trial.own_kernels == 0 and self.ev.watched:
                     # Right, but not by the submission's own kernels (correctness comes first:
                     # a wrong answer is `incorrect` however it was made).

@@ -271,9 +271,14 @@ class _Watch:
         self.allowed = allowed
         seen: list[str] = []
         self.seen = seen
+        counted = [0]
+        self._counted = counted
+        self.most = 0
+        """The most operations one entry saw (the dispatch mode's or the profiler's count)."""
 
         class _Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                counted[0] += 1
                 name = func.overloadpacket.__name__.split(".")[-1]
                 if name not in allowed and name not in seen:
                     seen.append(name)
@@ -287,6 +292,7 @@ class _Watch:
 
         recorder = profiler.profile(use_kineto=False, record_shapes=False)
         mode = self._mode_type()
+        self._counted[0] = 0
         recorder.__enter__()
         mode.__enter__()
         self._stack = [recorder, mode]
@@ -297,12 +303,15 @@ class _Watch:
         self._stack = []
         mode.__exit__(None, None, None)
         recorder.__exit__(None, None, None)
+        recorded = 0
         for event in recorder.function_events or []:
             name = str(event.name)
             if name.startswith("aten::"):
+                recorded += 1
                 op = name.removeprefix("aten::")
                 if op not in self.allowed and op not in self.seen:
                     self.seen.append(op)
+        self.most = max(self.most, self._counted[0], recorded)
 
     def forbidden(self) -> list[str]:
         """The operations seen that are not allowed, in the order first seen."""
@@ -676,6 +685,7 @@ def run_candidate(
                 repeat_max_diff=repeat_diff,
                 repeated=repeated,
                 own_kernels=launches.count - launched if launches is not None else None,
+                most_ops=max(watch.most, backward_watch.most),
             )
             _send(fd, header, tensors)
         _send(fd, protocol.ConfigDone(event="config_done", config=config.name))
