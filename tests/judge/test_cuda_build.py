@@ -33,11 +33,11 @@ from gauntlet.judge.cuda_build import (
     UnitRef,
     build_environment,
     extension_key,
-    prebuild,
     run_environment,
     trim_diagnostics,
     unit_key,
 )
+from gauntlet.judge.pipeline import prebuild
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
 

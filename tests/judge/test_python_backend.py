@@ -23,8 +23,8 @@ def test_a_worker_waits_for_start_and_does_nothing_without_it(tmp_path: Path) ->
     worker = _reference_worker(tmp_path)
     worker.await_ready(time.monotonic() + 120)
     # Ready, and nothing more: the reference worker has not drawn a single trial.
-    os.close(worker.command_fd)
-    worker.command_fd = os.open(os.devnull, os.O_WRONLY)
+    os.close(worker.handle.command_fd)
+    worker.handle.command_fd = os.open(os.devnull, os.O_WRONLY)
     event, tensors = worker.read_event(time.monotonic() + 60)
     assert isinstance(event, protocol.WorkerFailed) and not tensors
     assert worker.finish(grace_s=30).returncode != 0

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from gauntlet import expr
+from gauntlet import expr, settings
 from gauntlet.errors import ConfigError, JudgeError
 from gauntlet.judge import correctness
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
@@ -439,7 +439,8 @@ class _SimWorker:
 
 
 def _worker_env() -> dict[str, str]:
-    env = dict(os.environ)
+    # The allowlist every judge worker keeps (no API key or other secret of the harness's).
+    env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
     # One BLAS thread: results must not depend on the host's thread count, and the judge's
     # workers share the machine's cores.
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")

@@ -41,7 +41,7 @@ class BuildResult:
     """A folder holding what evaluation needs (the submission's files, compiled objects)."""
     failure: Failure = "build_error"
     """The verdict's status when not ok: `timeout` or `crash` when the build process hung or
-    died, `rejected` when a gate before the build stopped it (`cuda_build.prebuild`)."""
+    died, `rejected` when a gate before the build stopped it (`pipeline.prebuild`)."""
 
 
 @dataclass

@@ -36,9 +36,9 @@ only from it, so no submission can place a library that the baseline's timing th
 
 Roles of this module:
 
-- orchestrator: `build` (the build gate, called by `PythonBackend.build`) and `prebuild` (the
-  same, standalone: a scheduler runs it in a CPU pool ahead of GPU work, and the build gate then
-  finds the unit in the cache and returns in milliseconds);
+- orchestrator: `build` (the build gate, called by `PythonBackend.build`) and `build_ahead`
+  (the same, standalone, behind `pipeline.prebuild`: a scheduler runs it in a CPU pool ahead of
+  GPU work, and the build gate then finds the unit in the cache and returns in milliseconds);
 - build process: `main` (`python -m gauntlet.judge.cuda_build REQUEST_FD RESULT_FD`);
 - GPU worker: `prepare_run`, called before any task or submission code is imported.
 """
@@ -53,7 +53,6 @@ import json
 import logging
 import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -68,8 +67,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gauntlet import process, settings
+from gauntlet import confine, process, settings
 from gauntlet.errors import ConfigError, JudgeError
+from gauntlet.judge import workers
 from gauntlet.judge.backend import BuildResult, Failure, Submission
 from gauntlet.judge.channel import (
     ChannelClosed,
@@ -294,9 +294,7 @@ def _with_python_bin(path: str) -> str:
 
 def build_environment(tmp: Path, arch_list: str) -> dict[str, str]:
     """The build process's environment: a worker's scrubbed one, with no GPU and a fixed arch."""
-    from gauntlet.judge.python_backend import worker_env
-
-    env = worker_env(tmp)
+    env = workers.worker_env(tmp)
     env.update(
         CUDA_VISIBLE_DEVICES="",
         TORCH_CUDA_ARCH_LIST=arch_list,
@@ -745,6 +743,8 @@ class _Source:
     main: str
     """The file to import, among `files`."""
     entry: str
+    task_root: Path
+    """The task's folder, which the build process must not see (expert, hidden configs)."""
 
 
 def _ensure_unit(
@@ -816,7 +816,7 @@ def _build_unit(
             "readable": [u.model_dump() for u in readable],
         }
         report, finished, failure, problem = _run_build_process(
-            request, tmp, arch_list, timeout_s, memory_limit_bytes
+            request, tmp, arch_list, timeout_s, memory_limit_bytes, source.task_root
         )
     if report is None:
         log = f"{problem}\n--- stdout ---\n{finished.stdout}\n--- stderr ---\n{finished.stderr}"
@@ -870,40 +870,31 @@ def _run_build_process(
     arch_list: str,
     timeout_s: float,
     memory_limit_bytes: int,
+    task_root: Path,
 ) -> tuple[_Report | None, process.Finished, Failure, str]:
-    """Start a build process, send the request, and wait for its report or its end."""
-    request_r, request_w = os.pipe()
-    result_r, result_w = os.pipe()
+    """Start a build process, send the request, and wait for its report or its end.
 
-    def limit_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
-
+    The process imports the submission, so it runs confined where the machine allows
+    (`build_confinement`): it reads only what a build needs and writes only its folder and
+    its staging folder, so a submission's code at import can neither read the task nor plant
+    files in another unit of the cache.
+    """
     try:
-        child = process.Child(
-            [sys.executable, "-m", "gauntlet.judge.cuda_build", str(request_r), str(result_w)],
+        worker = workers.WorkerHandle(
+            "gauntlet.judge.cuda_build",
             env=build_environment(tmp, arch_list),
             cwd=tmp,
-            pass_fds=(request_r, result_w),
-            preexec=limit_memory,
+            memory_limit_bytes=memory_limit_bytes,
+            confined=build_confinement(request, tmp, task_root),
         )
     except OSError as err:
-        os.close(request_w)
-        os.close(result_r)
         raise JudgeError(f"cannot start a CUDA build process: {err}") from err
-    finally:
-        os.close(request_r)
-        os.close(result_w)
     try:
+        worker.send(request)
         try:
-            write_frame(request_w, request)
-        except BrokenPipeError:
-            logger.debug("the build process closed its request pipe before reading")
-        finally:
-            os.close(request_w)
-        try:
-            header, _ = FrameReader(result_r).read(time.monotonic() + timeout_s)
+            header, _ = worker.read(time.monotonic() + timeout_s)
         except ChannelTimeout:
-            finished = child.wait(timeout_s=0)
+            finished = worker.finish()
             return (
                 None,
                 finished,
@@ -914,7 +905,11 @@ def _run_build_process(
                 ),
             )
         except (ChannelClosed, ProtocolError):
-            finished = child.wait(timeout_s=10)
+            finished = worker.finish(grace_s=10)
+            if finished.returncode == confine.SETUP_FAILED and "confine:" in finished.stderr:
+                raise JudgeError(
+                    f"cannot confine the CUDA build process: {finished.stderr.strip()[-500:]}"
+                ) from None
             how = (
                 f"was killed by {finished.signal_name}"
                 if finished.signal_name
@@ -929,9 +924,9 @@ def _run_build_process(
                     "reporting"
                 ),
             )
-        finished = child.wait(timeout_s=10)
+        finished = worker.finish(grace_s=10)
     finally:
-        os.close(result_r)
+        worker.close()
     try:
         report = _Report.model_validate(header)
     except ValidationError as err:
@@ -940,6 +935,27 @@ def _run_build_process(
     if bad:
         return None, finished, "crash", f"the build process reported malformed keys {bad[:3]}"
     return report, finished, "build_error", ""
+
+
+def build_confinement(
+    request: dict[str, Any], tmp: Path, task_root: Path
+) -> confine.Confinement | None:
+    """What a build process sees, or None where this machine cannot confine.
+
+    Its folder (the unit's sources) and its staging folder writable; the CUDA toolkit, ninja
+    and the units it may load read-only; never the task folder.
+    """
+    from torch.utils import cpp_extension
+
+    readonly = [Path(unit["folder"]) for unit in request["readable"]]
+    if cpp_extension.CUDA_HOME:
+        readonly.append(Path(cpp_extension.CUDA_HOME).resolve())
+    ninja = shutil.which("ninja", path=_with_python_bin(os.environ.get("PATH", "")))
+    if ninja is not None:
+        readonly.append(Path(ninja).resolve().parent)
+    writable = [tmp, Path(request["staging"])]
+    shown = [p for p in readonly if p.exists()]
+    return workers.confinement(shown, writable, hidden=task_root)
 
 
 def _units(
@@ -956,7 +972,11 @@ def _units(
         text = task.path(spec.baseline.file).read_text(encoding="utf-8")
         baseline = _ensure_unit(
             _Source(
-                "baseline", {spec.baseline.file: text}, spec.baseline.file, spec.baseline.entry
+                "baseline",
+                {spec.baseline.file: text},
+                spec.baseline.file,
+                spec.baseline.entry,
+                task.root,
             ),
             arch_list,
             [],
@@ -970,7 +990,9 @@ def _units(
             )
         refs.append(baseline.ref())
     submission = _ensure_unit(
-        _Source("submission", dict(files), spec.submission.files[0], spec.submission.entry),
+        _Source(
+            "submission", dict(files), spec.submission.files[0], spec.submission.entry, task.root
+        ),
         arch_list,
         refs,
         timeout_s,
@@ -1024,44 +1046,18 @@ def build(
     return BuildResult(True, log=record.log, artifact=folder)
 
 
-def prebuild(
+def build_ahead(
     task: Task,
-    submission_dir: Path | str,
-    device: str = "cuda",
-    *,
-    arch_list: str | None = None,
+    files: Mapping[str, str],
+    arch_list: str,
     timeout_s: float = BUILD_TIMEOUT_S,
 ) -> BuildResult:
-    """Build a submission ahead of judging it, e.g. in a pool of CPU workers.
+    """Build a submission's files into the cache, with no folder to evaluate from.
 
-    Runs the gates before the build (contract, syntax, static guards: the build imports the
-    submission, so the guards must pass first), then builds into the cache. The judge's build
-    gate later finds the units in the cache and returns at once; a GPU never waits on nvcc.
-    Safe to run concurrently, also for the same submission.
-
-    Args:
-        task: The task.
-        submission_dir: The folder with the contract's files.
-        device: The target device (`cuda`, `cuda:1`), for its architecture.
-        arch_list: The target's TORCH_CUDA_ARCH_LIST (`9.0` for an H100), to build on a machine
-            without that GPU.
-        timeout_s: Limit of each build process.
-
-    Returns:
-        The build's outcome; `artifact` is None (nothing to evaluate from here). A submission
-        stopped before the build gets `ok=False` with the earlier gate's reason.
+    The build step of `pipeline.prebuild`, which runs the gates before it (the build imports
+    the submission, so the guards must pass first).
     """
-    from gauntlet.judge.pipeline import backend_for, read_submission, syntax_error
-
-    submission, status, problem = read_submission(task, Path(submission_dir))
-    if submission is None:
-        failure: Failure = "rejected" if status == "rejected" else "build_error"
-        return BuildResult(False, reason=problem, failure=failure)
-    problem = syntax_error(submission.files) or backend_for(task).guard(task, submission) or ""
-    if problem:
-        return BuildResult(False, reason=problem, failure="rejected")
-    arch = arch_list or arch_list_for(device)
-    _, unit = _units(task, submission.files, arch, timeout_s)
+    _, unit = _units(task, files, arch_list, timeout_s)
     record = unit.record
     return BuildResult(record.ok, reason=record.reason, log=record.log, failure=unit.failure)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gauntlet.judge import bytecode
-from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Submission
+from gauntlet.judge.backend import Backend, BuildResult, EvalRequest, Failure, Submission
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.judge.verdict import (
     GATES,
@@ -360,3 +360,44 @@ def _speedups(fields: dict[str, Any], results: list[ConfigResult]) -> dict[str, 
         "hidden_speedup": geomean([t.speedup for t in hid]),
         "sol_fraction": sum(fractions) / len(fractions) if fractions else None,
     }
+
+
+def prebuild(
+    task: Task,
+    submission_dir: Path | str,
+    device: str = "cuda",
+    *,
+    arch_list: str | None = None,
+    timeout_s: float | None = None,
+) -> BuildResult:
+    """Build a CUDA submission ahead of judging it, e.g. in a pool of CPU workers.
+
+    Runs the gates before the build (contract, syntax, static guards: the build imports the
+    submission, so the guards must pass first), then builds into the cache. The judge's build
+    gate later finds the units in the cache and returns at once; a GPU never waits on nvcc.
+    Safe to run concurrently, also for the same submission.
+
+    Args:
+        task: The task.
+        submission_dir: The folder with the contract's files.
+        device: The target device (`cuda`, `cuda:1`), for its architecture.
+        arch_list: The target's TORCH_CUDA_ARCH_LIST (`9.0` for an H100), to build on a machine
+            without that GPU.
+        timeout_s: Limit of each build process (default `cuda_build.BUILD_TIMEOUT_S`).
+
+    Returns:
+        The build's outcome; `artifact` is None (nothing to evaluate from here). A submission
+        stopped before the build gets `ok=False` with the earlier gate's reason.
+    """
+    from gauntlet.judge import cuda_build
+
+    submission, status, problem = read_submission(task, Path(submission_dir))
+    if submission is None:
+        failure: Failure = "rejected" if status == "rejected" else "build_error"
+        return BuildResult(False, reason=problem, failure=failure)
+    problem = syntax_error(submission.files) or backend_for(task).guard(task, submission) or ""
+    if problem:
+        return BuildResult(False, reason=problem, failure="rejected")
+    arch = arch_list or cuda_build.arch_list_for(device)
+    limit = cuda_build.BUILD_TIMEOUT_S if timeout_s is None else timeout_s
+    return cuda_build.build_ahead(task, submission.files, arch, limit)

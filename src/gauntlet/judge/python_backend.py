@@ -14,17 +14,14 @@ import hashlib
 import json
 import logging
 import math
-import os
 import random
 import re
-import resource
 import shutil
-import socket
 import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +32,12 @@ from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
 from gauntlet.errors import JudgeError
-from gauntlet.judge import correctness, devicelock, guards, protocol
+from gauntlet.judge import correctness, devicelock, guards, protocol, workers
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
 from gauntlet.judge.channel import (
     ChannelClosed,
     ChannelTimeout,
-    FrameReader,
     ProtocolError,
-    write_frame,
 )
 from gauntlet.judge.seeds import derive_seed
 from gauntlet.judge.timing import TimingPlan, clock_disagreement
@@ -277,19 +272,11 @@ class _Evaluation:
         baseline: never the expert, `task.toml` or the hidden configs), the built submission,
         prebuilt CUDA units, and its own temporary folder.
         """
-        why_not = confine.available()
-        if why_not is not None:
-            self.containment = f"none: {why_not}"
-            return None
         spec = self.task.spec
         files = [spec.reference.file, spec.inputs.file]
         if spec.baseline is not None:
             files.append(spec.baseline.file)
-        readonly = [
-            *confine.python_paths(),
-            *_import_paths(self.task.root),
-            *(self.task.path(f) for f in files),
-        ]
+        readonly = [self.task.path(f) for f in files]
         artifact = self.request.build.artifact
         if artifact is not None:
             readonly.append(artifact)
@@ -297,15 +284,17 @@ class _Evaluation:
         gpu = self.request.device.startswith(("cuda", "rocm"))
         if gpu and cuda_cache.is_dir():
             readonly.append(cuda_cache)
-        if gpu and shared_triton_cache().is_dir():
-            readonly.append(shared_triton_cache())
-        self.containment = "namespaces (user, mount, pid, net, ipc)"
-        return confine.Confinement(
-            readonly=tuple(readonly),
-            writable=(self.tmp / "candidate",),
-            devices=confine.NVIDIA_DEVICES if gpu else (),
-            sysfs=gpu,
+        if gpu and workers.shared_triton_cache().is_dir():
+            readonly.append(workers.shared_triton_cache())
+        confined = workers.confinement(
+            readonly, [self.tmp / "candidate"], hidden=self.task.root, gpu=gpu
         )
+        self.containment = (
+            f"none: {confine.available()}"
+            if confined is None
+            else "namespaces (user, mount, pid, net, ipc)"
+        )
+        return confined
 
     @property
     def watched(self) -> bool:
@@ -1113,65 +1102,8 @@ class _ConfigCheck:
         )
 
 
-def shared_triton_cache() -> Path:
-    """The Triton cache that trusted workers write and candidates only read."""
-    return Path(os.environ.get("TRITON_CACHE_DIR") or settings.CACHE_DIR / "triton")
-
-
-def _import_paths(task_root: Path) -> list[Path]:
-    """Folders on this interpreter's import path that a worker may see (read-only).
-
-    A folder that holds the task (a repository root put on PYTHONPATH) is left out: the task's
-    expert and hidden configs lie there.
-    """
-    task = task_root.resolve()
-    system = [Path(d) for d in confine.SYSTEM_DIRS]
-    found: list[Path] = []
-    for entry in sys.path:
-        path = Path(entry or ".").resolve()
-        shown = path.is_dir() and not task.is_relative_to(path)
-        if shown and path not in found and not any(path.is_relative_to(d) for d in system):
-            found.append(path)
-    return found
-
-
-def worker_env(tmp: Path, device: str = "cpu", *, private_cache: bool = False) -> dict[str, str]:
-    """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR.
-
-    A worker for `cuda:N` sees only GPU N (as its device 0). `private_cache` (a candidate's):
-    Triton writes to the worker's own folder and reads the trusted shared cache first
-    (`triton_cache.py`: a shared cache it could write would let it plant compiled kernels that a
-    later judgment, of the baseline too, would load).
-    """
-    env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
-    if device.startswith(("cuda:", "rocm:")):
-        index = int(device.split(":")[1])
-        visible = env.get("CUDA_VISIBLE_DEVICES")
-        env["CUDA_VISIBLE_DEVICES"] = visible.split(",")[index] if visible else str(index)
-    env.update(
-        HOME=str(tmp),
-        TMPDIR=str(tmp),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONHASHSEED="0",
-        PYTHONUNBUFFERED="1",
-        OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
-    )
-    # Triton's compiled kernels are keyed by a hash of their source and options, so sharing
-    # the cache between candidates on a GPU makes warm builds without letting one submission
-    # reach another's kernels. The interpreter (CPU) compiles nothing.
-    if device == "cpu":
-        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
-    elif private_cache:
-        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
-        env["TRITON_CACHE_MANAGER"] = "gauntlet.judge.triton_cache:TrustedFirstCache"
-        env[settings.TRITON_TRUSTED_CACHE_ENV] = str(shared_triton_cache())
-    else:
-        env["TRITON_CACHE_DIR"] = str(shared_triton_cache())
-    return env
-
-
 class _Worker:
-    """A worker process with its request sent and its result channel open."""
+    """A reference or candidate worker (`workers.WorkerHandle`) with its request sent."""
 
     def __init__(
         self,
@@ -1181,38 +1113,21 @@ class _Worker:
         confinement: confine.Confinement | None = None,
     ) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
-        request_r, request_w = os.pipe()
-        # A socket, so that large frames can pass sealed memory files (channel.py).
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        result_r, result_w = ours.detach(), theirs.detach()
-        limit = request.memory_limit_bytes
-        preexec: Callable[[], None] | None = None
-        if limit:
-
-            def preexec() -> None:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-        argv = [sys.executable, "-m", "gauntlet.judge.worker", str(request_r), str(result_w)]
-        if confinement is not None:
-            argv = confine.confined_argv(argv, confinement)
-        try:
-            self.child = process.Child(
-                argv,
-                env=worker_env(tmp, device, private_cache=confinement is not None),
-                cwd=tmp,
-                pass_fds=(request_r, result_w),
-                preexec=preexec,
-            )
-        finally:
-            os.close(request_r)
-            os.close(result_w)
-        self.command_fd = request_w
+        self.handle = workers.WorkerHandle(
+            "gauntlet.judge.worker",
+            env=workers.worker_env(tmp, device, private_cache=confinement is not None),
+            cwd=tmp,
+            memory_limit_bytes=request.memory_limit_bytes,
+            confined=confinement,
+        )
         self.send(request)
-        self.result_fd = result_r
-        self.reader = FrameReader(result_r)
-        self._finished: process.Finished | None = None
         self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
         """What came instead of 'ready' (a frame or the channel's error), for the next read."""
+
+    @property
+    def child(self) -> process.Child:
+        """The worker's process."""
+        return self.handle.child
 
     def await_ready(self, deadline: float) -> None:
         """Wait until the worker has imported its trusted code and waits to be started.
@@ -1236,27 +1151,16 @@ class _Worker:
             raise early
         if early is not None:
             return early
-        header, tensors = self.reader.read(deadline)
+        header, tensors = self.handle.read(deadline)
         return protocol.parse_event(header), tensors
 
     def send(self, message: protocol.WorkerRequest | protocol.Command) -> None:
         """A frame on the command pipe (the request, then commands such as 'time')."""
-        try:
-            write_frame(self.command_fd, message.model_dump())
-        except (BrokenPipeError, ConnectionResetError):
-            logger.debug("a worker closed its command pipe before reading")
+        self.handle.send(message)
 
     def finish(self, grace_s: float = 0.0) -> process.Finished:
         """Reap the worker, killing its group after `grace_s` seconds."""
-        if self._finished is None:
-            self._finished = self.child.wait(timeout_s=grace_s)
-        return self._finished
+        return self.handle.finish(grace_s)
 
     def close(self) -> None:
-        self.finish()
-        self.reader.close()
-        for fd in (self.result_fd, self.command_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.handle.close()

@@ -1,0 +1,192 @@
+"""One way to start and talk to the judge's worker processes: `WorkerHandle`.
+
+Every process of the judge that runs a submission's code, or the task's, starts here: the
+reference and candidate workers (`worker.py`) and the CUDA build process (`cuda_build.py`).
+Each is `python -m <module> COMMAND_FD RESULT_FD` in a session of its own (`process.Child`:
+output capped, the whole group killed at the end), with a scrubbed environment (`worker_env`),
+an optional address-space limit and, for a process that runs untrusted code, inside `confine`
+(`confinement`: a read-only view of what it needs, a private writable folder, its own PID
+namespace, no network). Commands go down a pipe; results come back on a Unix socket (sealed
+memory files for large frames). Frames are JSON headers plus raw tensor bytes (`channel.py`),
+never pickle; what each role sends is a typed model (`protocol.py`, `cuda_build._Report`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from gauntlet import confine, process, settings
+from gauntlet.judge.channel import FrameReader, write_frame
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+def shared_triton_cache() -> Path:
+    """The Triton cache that trusted workers write and candidates only read."""
+    return Path(os.environ.get("TRITON_CACHE_DIR") or settings.CACHE_DIR / "triton")
+
+
+def worker_env(tmp: Path, device: str = "cpu", *, private_cache: bool = False) -> dict[str, str]:
+    """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR.
+
+    A worker for `cuda:N` sees only GPU N (as its device 0). `private_cache` (a candidate's):
+    Triton writes to the worker's own folder and reads the trusted shared cache first
+    (`triton_cache.py`: a shared cache it could write would let it plant compiled kernels that a
+    later judgment, of the baseline too, would load).
+    """
+    env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
+    if device.startswith(("cuda:", "rocm:")):
+        index = int(device.split(":")[1])
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        env["CUDA_VISIBLE_DEVICES"] = visible.split(",")[index] if visible else str(index)
+    env.update(
+        HOME=str(tmp),
+        TMPDIR=str(tmp),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONHASHSEED="0",
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
+    )
+    # Triton's compiled kernels are keyed by a hash of their source and options, so sharing
+    # the cache between candidates on a GPU makes warm builds without letting one submission
+    # reach another's kernels. The interpreter (CPU) compiles nothing.
+    if device == "cpu":
+        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+    elif private_cache:
+        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+        env["TRITON_CACHE_MANAGER"] = "gauntlet.judge.triton_cache:TrustedFirstCache"
+        env[settings.TRITON_TRUSTED_CACHE_ENV] = str(shared_triton_cache())
+    else:
+        env["TRITON_CACHE_DIR"] = str(shared_triton_cache())
+    return env
+
+
+def import_paths(hidden: Path | None = None) -> list[Path]:
+    """Folders on this interpreter's import path that a confined worker may see (read-only).
+
+    A folder that holds `hidden` (a repository root put on PYTHONPATH holds the task suite,
+    with its experts and hidden configs) is left out, as are the system folders that
+    `confine` shows anyway.
+    """
+    secret = hidden.resolve() if hidden is not None else None
+    system = [Path(d) for d in confine.SYSTEM_DIRS]
+    found: list[Path] = []
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        shown = path.is_dir() and (secret is None or not secret.is_relative_to(path))
+        if shown and path not in found and not any(path.is_relative_to(d) for d in system):
+            found.append(path)
+    return found
+
+
+def confinement(
+    readonly: Sequence[Path],
+    writable: Sequence[Path],
+    *,
+    hidden: Path | None = None,
+    gpu: bool = False,
+) -> confine.Confinement | None:
+    """How a worker that runs untrusted code is confined, or None where this machine cannot.
+
+    It sees the interpreter, the package and the import path read-only (never a folder holding
+    `hidden`), `readonly` and `writable` as given, the GPU's device nodes and `/sys` when
+    `gpu`, and no network.
+    """
+    if confine.available() is not None:
+        return None
+    shown = [*confine.python_paths(), *import_paths(hidden), *readonly]
+    return confine.Confinement(
+        readonly=tuple(dict.fromkeys(shown)),
+        writable=tuple(writable),
+        devices=confine.NVIDIA_DEVICES if gpu else (),
+        sysfs=gpu,
+    )
+
+
+class WorkerHandle:
+    """A started worker process, its command pipe and its result channel."""
+
+    def __init__(
+        self,
+        module: str,
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        memory_limit_bytes: int = 0,
+        confined: confine.Confinement | None = None,
+    ) -> None:
+        """Start `python -m module COMMAND_FD RESULT_FD`.
+
+        Raises:
+            OSError: The process could not be started.
+        """
+        request_r, request_w = os.pipe()
+        # A socket, so that large frames can pass sealed memory files (channel.py).
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        result_r, result_w = ours.detach(), theirs.detach()
+        preexec: Callable[[], None] | None = None
+        if memory_limit_bytes:
+
+            def preexec() -> None:
+                limit = memory_limit_bytes
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        argv = [sys.executable, "-m", module, str(request_r), str(result_w)]
+        if confined is not None:
+            argv = confine.confined_argv(argv, confined)
+        try:
+            self.child = process.Child(
+                argv, env=env, cwd=cwd, pass_fds=(request_r, result_w), preexec=preexec
+            )
+        except OSError:
+            for fd in (request_w, result_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(request_r)
+            os.close(result_w)
+        self.confined = confined is not None
+        self.command_fd = request_w
+        self.result_fd = result_r
+        self.reader = FrameReader(result_r)
+        self._finished: process.Finished | None = None
+
+    def send(self, message: BaseModel | dict[str, Any]) -> None:
+        """A frame on the command pipe; a worker that already closed it is not an error here."""
+        header = message.model_dump() if isinstance(message, BaseModel) else message
+        try:
+            write_frame(self.command_fd, header)
+        except (BrokenPipeError, ConnectionResetError):
+            logger.debug("a worker closed its command pipe before reading")
+
+    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[torch.Tensor]]:
+        """The next frame on the result channel (raises the channel's errors)."""
+        return self.reader.read(deadline)
+
+    def finish(self, grace_s: float = 0.0) -> process.Finished:
+        """Reap the worker, killing its whole group (and namespace) after `grace_s` seconds."""
+        if self._finished is None:
+            self._finished = self.child.wait(timeout_s=grace_s)
+        return self._finished
+
+    def close(self) -> None:
+        """Reap the worker and close both ends of the channel."""
+        self.finish()
+        self.reader.close()
+        for fd in (self.result_fd, self.command_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
