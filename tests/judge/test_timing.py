@@ -87,3 +87,23 @@ def test_the_judges_clock_catches_patched_events(lie: str) -> None:
         reported_b, reported_c = [1500.0] * 40, candidate
     problem = timing.clock_disagreement(reported_b, reported_c, walls_b, walls_c)
     assert "tampered" in problem
+
+
+@pytest.mark.parametrize(
+    ("name", "library"),
+    [
+        ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", True),
+        ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", True),
+        ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_nn_align4>", True),
+        ("cudnn::bn_fw_tr_1C11_kernel_NCHW", True),
+        ("ampere_sgemm_128x64_nn", True),
+        ("cupy_add__float32_float32_float32", True),
+        ("cupy_sum", True),
+        ("sgemm_tiled(float const*, float const*, float*, int)", False),
+        ("_scale_add", False),
+        ("matmul_kernel", False),
+        ("my_cupy_like_kernel", False),
+    ],
+)
+def test_library_kernels_are_told_from_a_submissions_own(name: str, library: bool) -> None:
+    assert bool(timing.LIBRARY_KERNELS.match(name)) is library

@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-#: Kernel names of vendor libraries that do a task's work for it (cuBLAS, cuBLASLt, cuDNN,
-#: CUTLASS, cuFFT), matched at the start of the name or as their library prefix, so a user's
-#: own `sgemm_tiled` is not mistaken for one.
+#: Kernel names of libraries that do a task's work for it (cuBLAS, cuBLASLt, cuDNN, CUTLASS,
+#: cuFFT, and CuPy's generated element-wise and reduction kernels, `cupy_add__...`), matched at
+#: the start of the name or as their library prefix, so a user's own `sgemm_tiled` is not
+#: mistaken for one.
 LIBRARY_KERNELS = re.compile(
     r"^(sm\d+_xmma|sm\d+_gemm|ampere_|volta_|turing_|hopper_|nvjet|cutlass|cublas|cudnn|cufft|"
-    r"gemv2|gemvx|gemmk1|gemmSN|splitKreduce|void cutlass|void cublas|void gemv2|void gemmk1)",
+    r"gemv2|gemvx|gemmk1|gemmSN|splitKreduce|void cutlass|void cublas|void gemv2|void gemmk1|"
+    r"cupy_)",
     re.IGNORECASE,
 )
 
