@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gauntlet import settings
-from gauntlet.agents.base import Budget
+from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
 from gauntlet.runner import RunConfig, resume_run, start_run
 from gauntlet.store import RunStore
@@ -171,7 +172,9 @@ def test_a_runaway_agent_ends_at_its_budget_and_is_judged(
     (record,) = store.attempts()
     assert time.monotonic() - started < 120
     assert record.agent_status in ("timeout", "budget_exhausted")
-    assert record.verdict is not None  # the workspace as it was (the template) was judged
+    # It wrote nothing: the template would be judged as the baseline, so it is not judged.
+    assert record.status == "agent_error" and record.verdict is None
+    assert "without changing its submission" in record.reason
 
 
 def test_judge_options_reach_the_judge_and_the_record(
@@ -195,3 +198,61 @@ def test_judge_options_reach_the_judge_and_the_record(
     assert [(k["time_cap_s"], k["compile_reference"]) for k in seen] == [(2.5, False)]
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())
     assert "2.5" in json.dumps(recorded) and '"compile_reference": false' in json.dumps(recorded)
+
+
+def test_an_agent_that_never_ran_is_never_a_pass(fixture_tasks: Path, tmp_path: Path) -> None:
+    # `false` exits at once: the workspace keeps the template, which is the baseline and
+    # would pass at 1.00x if it were judged.
+    store = start_run(
+        RunConfig(agents=["generic:sandbox=none:false"], seed=1, device="cpu"), tmp_path / "run"
+    )
+    (record,) = store.attempts()
+    assert record.agent_status == "error"
+    assert record.status == "agent_error" and record.verdict is None
+    from gauntlet.score import score_run
+
+    scores = score_run(tmp_path / "run")
+    (group,) = scores.groups
+    assert group.metrics["pass_rate"].value == 0.0
+
+
+def test_an_agent_that_failed_after_writing_is_judged_on_what_it_wrote(
+    fixture_tasks: Path, tmp_path: Path
+) -> None:
+    expert = fixture_tasks / "triton2triton" / "scale_add" / "expert" / "kernel.py"
+    agent = f"generic:sandbox=none:sh -c 'cp {expert} kernel.py; exit 3'"
+    store = start_run(RunConfig(agents=[agent], seed=1, device="cpu"), tmp_path / "run")
+    (record,) = store.attempts()
+    assert record.agent_status == "error"
+    assert record.verdict is not None and record.status == "pass", record.reason
+
+
+def test_a_toolcall_run_without_a_model_fails_before_anything_runs(
+    fixture_tasks: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match="needs a model: pass '--model NAME'"):
+        start_run(RunConfig(agents=["toolcall"], device="cpu"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_toolcall_run_against_a_dead_endpoint_fails_before_anything_runs(
+    fixture_tasks: Path, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    model = ModelSettings(model="m", base_url=f"http://127.0.0.1:{port}/v1")
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="cannot reach its model: the endpoint .* does not"):
+        start_run(RunConfig(agents=["toolcall"], device="cpu", model=model), tmp_path / "run")
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_toolcall_preflight_accepts_an_endpoint_that_answers() -> None:
+    from gauntlet.agents import make_agent
+    from tests.support.fake_openai import FakeOpenAI
+
+    with FakeOpenAI([]) as server:
+        made = make_agent("toolcall")
+        made.preflight(ModelSettings(model="m", base_url=server.base_url))  # type: ignore[attr-defined]

@@ -124,12 +124,26 @@ def plan_jobs(
     return jobs, skipped
 
 
+def preflight(agents: Sequence[str], model: ModelSettings) -> None:
+    """Make every agent and check it can work here, before any attempt starts.
+
+    Raises:
+        UnknownNameError: An agent is not known.
+        ConfigError: An agent cannot run here (a missing binary or key, no model named, an
+            endpoint that does not answer): an attempt would only record its failure.
+    """
+    for spec in agents:
+        made = make_agent(spec)
+        check = getattr(made, "preflight", None)
+        if callable(check):
+            check(model)
+
+
 def start_run(config: RunConfig, out: Path, progress: Progress | None = None) -> RunStore:
     """Create a run directory and run every attempt."""
     if config.device is not None:
         devices.check_device(config.device)
-    for spec in config.agents:
-        make_agent(spec)  # an unknown agent or a missing tool fails before anything starts
+    preflight(config.agents, config.model)
     tasks = suites.select(config.suite, config.pattern, config.track)
     jobs, skipped = plan_jobs(tasks, config.agents, config.attempts, config.device)
     if skipped:
@@ -185,6 +199,7 @@ def resume_run(
     config = RunConfig.model_validate(info.config)
     if parallel is not None:
         config = config.model_copy(update={"parallel": parallel})
+    preflight(info.agents, config.model)
     tasks = [suites.load_by_id(task_id) for task_id in info.task_ids]
     jobs, _ = plan_jobs(tasks, info.agents, info.attempts, config.device)
     again: set[str] = set()
@@ -255,27 +270,40 @@ def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> At
             seed=job.index,
         )
         result = _run_agent(job, ctx)
+        changes = workspace_changes(workspace)
         verdict = None
         status: str
         reason = ""
-        try:
-            verdict = judge(
-                job.task,
-                workspace.path,
-                device=job.device,
-                seed=secret,
-                mode="final",
-                time_cap_s=config.time_cap_s,
-                compile_reference=config.compile_reference,
+        contract = set(job.task.spec.submission.files)
+        if result.status != "finished" and not contract & set(changes):
+            # It never ran, crashed or was stopped before writing its submission: the files
+            # are the untouched template, whose verdict would be the baseline's, not the
+            # agent's.
+            status = "agent_error"
+            reason = (
+                f"the agent ended ({result.status}) without changing its submission: "
+                f"{result.message}"
             )
-            status, reason = verdict.status, verdict.reason
-        except GauntletError as err:
-            logger.error("judge failed on %s: %s", job.attempt_id, err)
-            status, reason = "judge_error", f"the judge failed: {err}"
-        if result.status == "error" and (verdict is None or verdict.status == "no_submission"):
-            status, reason = "agent_error", f"the agent failed: {result.message}"
+        else:
+            try:
+                verdict = judge(
+                    job.task,
+                    workspace.path,
+                    device=job.device,
+                    seed=secret,
+                    mode="final",
+                    time_cap_s=config.time_cap_s,
+                    compile_reference=config.compile_reference,
+                )
+                status, reason = verdict.status, verdict.reason
+            except GauntletError as err:
+                logger.error("judge failed on %s: %s", job.attempt_id, err)
+                status, reason = "judge_error", f"the judge failed: {err}"
+            if result.status == "error" and verdict is not None and (
+                verdict.status == "no_submission"
+            ):
+                status, reason = "agent_error", f"the agent failed: {result.message}"
         kept = _keep_submission(job.task, workspace.path, folder / "submission")
-        changes = workspace_changes(workspace)
         if config.keep_workspaces:
             shutil.copytree(workspace.path, folder / "workspace", symlinks=True)
     finally:

@@ -26,14 +26,14 @@ from gauntlet.settings import API_KEY_ENV, BASE_URL_ENV
 
 logger = logging.getLogger(__name__)
 
-#: The environment variable holding the API key.
-
 #: Key sent to endpoints given by `--base-url` when no key is set (local servers ignore it).
 NO_KEY = "no-key"
 #: Retries after the first try of one call, and the backoff of the first retry (doubling).
 MAX_RETRIES = 5
 BACKOFF_S = 2.0
 MAX_BACKOFF_S = 60.0
+#: Seconds the pre-flight check of an endpoint waits for an answer.
+PREFLIGHT_TIMEOUT_S = 10.0
 #: HTTP statuses worth retrying.
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 #: Phrases of a 400 answer that mean the prompt is longer than the model's context window.
@@ -219,6 +219,19 @@ class ChatClient:
         self._sleep = sleep
         self._openai = openai
         self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0)
+
+    def unreachable(self, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> str | None:
+        """None when the endpoint answers (any HTTP answer but a refused key), else why not."""
+        openai = self._openai
+        try:
+            self._client.with_options(timeout=timeout_s).models.list()
+        except openai.AuthenticationError as err:
+            return f"the endpoint {self._client.base_url} refuses the API key ({err.status_code})"
+        except openai.APIStatusError:
+            return None  # it answered; not every server lists its models
+        except openai.APIConnectionError as err:  # timeouts included
+            return f"the endpoint {self._client.base_url} does not answer ({err})"
+        return None
 
     def complete(
         self,

@@ -22,7 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gauntlet.agents.base import AgentContext, AgentResult, AgentStatus, Usage, agent
+from gauntlet.agents.base import (
+    AgentContext,
+    AgentResult,
+    AgentStatus,
+    ModelSettings,
+    Usage,
+    agent,
+)
 from gauntlet.agents.llm import MAX_RETRIES, ChatClient, Completion, ModelAPIError, PriceTable
 from gauntlet.agents.options import number, parse_options
 from gauntlet.agents.tools import Toolbox, ToolSpec
@@ -105,21 +112,35 @@ class ToolCallAgent:
             return "the openai package is missing: pip install 'openai>=1.40'"
         return None
 
+    def preflight(self, model: ModelSettings) -> None:
+        """Check, before a run's first attempt, that the agent can work at all.
+
+        Raises:
+            ConfigError: No model is named, no API key is set for the default endpoint, the
+                endpoint does not answer, or it refuses the key.
+        """
+        problem = self._client(model).unreachable()
+        if problem is not None:
+            raise ConfigError(f"agent 'toolcall' cannot reach its model: {problem}")
+
+    def _client(self, model: ModelSettings) -> ChatClient:
+        if not model.model:
+            raise ConfigError("the toolcall agent needs a model: pass '--model NAME'")
+        return ChatClient(
+            model=model.model,
+            base_url=model.base_url,
+            temperature=model.temperature,
+            max_retries=self.max_retries,
+            sleep=self._sleep,
+        )
+
     def run(self, ctx: AgentContext) -> AgentResult:
         """Solve the task in `ctx.workspace` until it submits or a budget runs out.
 
         Raises:
             ConfigError: No model is named, or no API key is set for the default endpoint.
         """
-        if not ctx.model.model:
-            raise ConfigError("the toolcall agent needs a model: pass '--model NAME'")
-        client = ChatClient(
-            model=ctx.model.model,
-            base_url=ctx.model.base_url,
-            temperature=ctx.model.temperature,
-            max_retries=self.max_retries,
-            sleep=self._sleep,
-        )
+        client = self._client(ctx.model)
         writer = TranscriptWriter(ctx.transcript)
         try:
             return _Session(self, ctx, client, writer).run()
