@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from gauntlet import settings
@@ -256,3 +257,77 @@ def test_a_toolcall_preflight_accepts_an_endpoint_that_answers() -> None:
     with FakeOpenAI([]) as server:
         made = make_agent("toolcall")
         made.preflight(ModelSettings(model="m", base_url=server.base_url))  # type: ignore[attr-defined]
+
+
+def test_a_torn_last_line_is_set_aside_and_its_attempt_made_again(
+    fixture_tasks: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    start_run(RunConfig(agents=["baseline"], attempts=2, seed=1, device="cpu"), out)
+    log = out / "attempts.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    torn = lines[1][: len(lines[1]) // 2]  # killed in the middle of writing the second line
+    log.write_text(lines[0] + torn)
+    resume_run(out)
+    assert (out / "torn.jsonl").read_text() == torn + "\n"
+    ids = [json.loads(line)["attempt_id"] for line in log.read_text().splitlines()]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 2
+    resume_run(out)  # and the log stays whole for the next resume
+    assert len(RunStore(out).attempts()) == 2
+
+
+def test_a_run_directory_is_held_by_one_process(fixture_tasks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+    store = RunStore(out)
+    with store.lock():
+        with pytest.raises(ConfigError, match=r"in use by another gauntlet process \(pid \d+\)"):
+            resume_run(out)
+    resume_run(out)  # released
+
+
+def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    slow = tmp_path / "slow"
+    slow.write_text("")
+    # An agent that works for ten minutes while `slow` exists, and ends at once without it.
+    script = tmp_path / "agent.sh"
+    script.write_text(f'#!/bin/sh\nif [ -f "{slow}" ]; then sleep 600; fi\n')
+    script.chmod(0o755)
+    agent = f"generic:sandbox=none:{script}"
+    env = {**os.environ, "GAUNTLET_TASKS_DIR": str(TASKS)}
+    argv = [sys.executable, "-m", "gauntlet", "run", "--out", str(out), "--device", "cpu"]
+    argv += ["--agent", agent, "--attempts", "3", "--parallel", "2", "--seed", "5"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: TID251
+
+    def agents_alive() -> list[psutil.Process]:
+        found = []
+        for p in psutil.process_iter(["cmdline"]):
+            if str(script) in " ".join(p.info["cmdline"] or []):
+                found.append(p)
+        return found
+
+    deadline = time.monotonic() + 120
+    while len(agents_alive()) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.2)
+    assert len(agents_alive()) >= 2
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 130, stderr.decode()
+    assert f"gauntlet run --resume {out}" in stderr.decode()
+    assert "Traceback" not in stderr.decode()
+    assert agents_alive() == []
+    assert (out / "attempts.jsonl").read_text() == ""  # nothing half made was recorded
+    slow.unlink()
+    resumed = subprocess.run(  # noqa: TID251 - the CLI as a user runs it
+        [sys.executable, "-m", "gauntlet", "run", "--resume", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(RunStore(out).attempts()) == 3

@@ -8,8 +8,9 @@ import sys
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 
-from gauntlet.errors import ConfigError, GauntletError
+from gauntlet.errors import ConfigError, GauntletError, RunInterrupted
 
 app = typer.Typer(
     name="gauntlet",
@@ -41,11 +42,17 @@ def _root(
 def main() -> None:
     """Entry point: user errors print without a traceback and exit 2; usage errors exit 2."""
     _register()
+    # Messages are not wrapped at the terminal's width: a path or a command in them must stay
+    # whole to be copied (and a pipe reports 80 columns).
+    errors = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
         app()
     except ConfigError as err:
-        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False)
+        errors.print(f"[bold red]error:[/] {escape(str(err))}")
         sys.exit(2)
+    except RunInterrupted as err:
+        errors.print(f"[bold yellow]stopped:[/] {escape(str(err))}")
+        sys.exit(130)
     except GauntletError as err:
-        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False)
+        errors.print(f"[bold red]error:[/] {escape(str(err))}")
         sys.exit(1)

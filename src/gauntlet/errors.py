@@ -9,7 +9,8 @@ exceptions: they are verdicts. These exceptions are for our side only::
     ├── UnknownNameError   an unknown task, suite, agent, device or platform
     ├── JudgeError         the judge's own infrastructure failed (not the submission)
     ├── WorkerLost         a trusted worker died where only our code ran
-    └── RecordError        a run directory or record that cannot be read or written
+    ├── RecordError        a run directory or record that cannot be read or written
+    └── RunInterrupted     a run stopped by the user (Ctrl-C); it can be resumed
 """
 
 from __future__ import annotations
@@ -56,3 +57,15 @@ class WorkerLost(JudgeError):
 
 class RecordError(GauntletError):
     """A run directory or one of its records cannot be read or written."""
+
+
+class RunInterrupted(GauntletError):
+    """A run stopped by the user; what was recorded stays, and `--resume` finishes it."""
+
+    def __init__(self, run_dir: str, recorded: int, total: int) -> None:
+        self.run_dir = run_dir
+        super().__init__(
+            f"run interrupted: {recorded} of {total} attempts recorded in '{run_dir}'; the "
+            f"attempts that were running were stopped and are not recorded; finish it with "
+            f"'gauntlet run --resume {run_dir}'"
+        )

@@ -17,7 +17,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -29,6 +30,35 @@ OUTPUT_LIMIT_BYTES = 64 * 1024
 TRUNCATION_MARKER = "\n[... output cut at {limit} bytes ...]\n"
 #: Seconds `wait` gives the stdout reader thread to drain after the child ended.
 READER_JOIN_S = 5.0
+
+#: Children started and not yet reaped, for `stopping` (a run stopped with Ctrl-C).
+_live: set[Child] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+class Stopping(OSError):
+    """A child was to start while this process stops its children (`stopping`)."""
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """Kill every child started here and start no new one until the block ends.
+
+    Children run in sessions of their own, so a terminal's Ctrl-C reaches none of them: a run
+    that stops kills them here, each with all it started, and the threads that were waiting
+    on them find them gone and start nothing more (`Child` raises `Stopping`, an `OSError`,
+    which every caller already treats as a process that could not start).
+    """
+    _stopping.set()
+    try:
+        with _live_lock:
+            children = list(_live)
+        for child in children:
+            child.kill_tree()
+        yield
+    finally:
+        _stopping.clear()
 
 
 @dataclass(frozen=True)
@@ -89,6 +119,8 @@ class Child:
             on_stdout_line: Called from a reader thread with each line of stdout (without the
                 newline) as it comes; the captured stdout is still kept up to `output_limit`.
         """
+        if _stopping.is_set():
+            raise Stopping(f"not starting '{argv[0]}': the run is stopping")
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self._limit = output_limit
@@ -109,6 +141,8 @@ class Child:
             self._out.close()
             self._err.close()
             raise
+        with _live_lock:
+            _live.add(self)
         # The reader starts first: a child that writes before it reads its stdin never blocks.
         self._reader: threading.Thread | None = None
         if on_stdout_line is not None:
@@ -197,6 +231,8 @@ class Child:
             self._proc.wait()
         # Orphans the child left behind in its group (e.g. a spawned helper) go too.
         kill()
+        with _live_lock:
+            _live.discard(self)
         if self._reader is not None:
             # A descendant that escaped every kill may hold the pipe open; do not wait on it.
             self._reader.join(timeout=READER_JOIN_S)

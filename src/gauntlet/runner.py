@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gauntlet import devices, process, suites
 from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings, make_agent
 from gauntlet.agents.child import run_in_child
-from gauntlet.errors import ConfigError, GauntletError, RecordError
+from gauntlet.errors import ConfigError, GauntletError, RecordError, RunInterrupted
 from gauntlet.judge import judge
 from gauntlet.judge.seeds import seed_hash
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
@@ -175,7 +175,8 @@ def start_run(config: RunConfig, out: Path, progress: Progress | None = None) ->
     secret_path = out / SECRET_FILE
     secret_path.write_text(str(secret))
     secret_path.chmod(0o600)
-    _execute(store, jobs, config, secret, progress)
+    with store.lock():
+        _execute(store, jobs, config, secret, progress)
     return store
 
 
@@ -196,6 +197,20 @@ def resume_run(
         secret = int((run_dir / SECRET_FILE).read_text().strip())
     except (OSError, ValueError) as err:
         raise RecordError(f"cannot read the run's secret seed in '{run_dir}': {err}") from err
+    with store.lock():
+        return _resume(store, info, secret, parallel, progress, redo)
+
+
+def _resume(
+    store: RunStore,
+    info: RunInfo,
+    secret: int,
+    parallel: int | None,
+    progress: Progress | None,
+    redo: Sequence[str],
+) -> RunStore:
+    run_dir = store.root
+    store.repair()
     config = RunConfig.model_validate(info.config)
     if parallel is not None:
         config = config.model_copy(update={"parallel": parallel})
@@ -219,18 +234,26 @@ def _execute(
     store: RunStore, jobs: list[Job], config: RunConfig, secret: int, progress: Progress | None
 ) -> None:
     lock = threading.Lock()
+    stopped = threading.Event()
     finished = 0
 
-    def one(job: Job) -> AttemptRecord:
+    def one(job: Job) -> AttemptRecord | None:
+        if stopped.is_set():
+            return None
         record = run_attempt(store, job, config, secret)
         with lock:
+            if stopped.is_set():
+                return None  # cut short by the stop: its record would not be the agent's
             store.append(record)
         return record
 
-    with ThreadPoolExecutor(max_workers=config.parallel, thread_name_prefix="attempt") as pool:
+    pool = ThreadPoolExecutor(max_workers=config.parallel, thread_name_prefix="attempt")
+    try:
         futures = [pool.submit(one, job) for job in jobs]
         for future in as_completed(futures):
             record = future.result()
+            if record is None:
+                continue
             finished += 1
             logger.info(
                 "attempt %s finished: %s",
@@ -240,6 +263,17 @@ def _execute(
             )
             if progress is not None:
                 progress(record, finished, len(jobs))
+    except KeyboardInterrupt:
+        # One Ctrl-C: no new attempt, every running agent and worker killed, nothing half
+        # made recorded; what was recorded stays for `--resume`.
+        stopped.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        with process.stopping():
+            pool.shutdown(wait=True)
+        logger.warning("run %s interrupted", store.root)
+        raise RunInterrupted(str(store.root), finished, len(jobs)) from None
+    finally:
+        pool.shutdown(wait=True)
 
 
 def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> AttemptRecord:

@@ -7,9 +7,12 @@ loses no finished attempt. A torn last line (the process died mid-write) is skip
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -17,12 +20,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gauntlet.agents.base import Budget, Usage
-from gauntlet.errors import RecordError
+from gauntlet.errors import ConfigError, RecordError
 from gauntlet.judge.verdict import Status, Verdict
 
 logger = logging.getLogger(__name__)
 
 RECORD_SCHEMA_VERSION = 1
+#: The file a running process holds locked in its run directory (it holds the pid).
+LOCK_FILE = ".lock"
 #: `judge_error`: the judge's own machinery (or the task's trusted code) failed on this attempt;
 #: recorded so that no result is lost, and counted as not passing.
 AttemptStatus = Status | Literal["agent_error", "judge_error"]
@@ -137,6 +142,79 @@ class RunStore:
             raise RecordError(f"'{self.root}' is not a run directory (no run.json)") from err
         except ValidationError as err:
             raise RecordError(f"{path}: not a valid run record: {err}") from err
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for this process: a second one gets a clear error.
+
+        Raises:
+            ConfigError: Another process is running this run directory.
+        """
+        path = self.root / LOCK_FILE
+        try:
+            handle = path.open("a+", encoding="utf-8")
+        except OSError as err:
+            raise RecordError(f"cannot open the lock of run '{self.root}': {err}") from err
+        with handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                raise ConfigError(
+                    f"run directory '{self.root}' is in use by another gauntlet process "
+                    f"(pid {holder}); wait for it to end, or stop it and resume"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def repair(self) -> str | None:
+        """Set aside a torn last line of `attempts.jsonl` (a run killed mid-write).
+
+        The line moves to `torn.jsonl` and the log is rewritten without it, so later appends
+        start on a line of their own and that attempt is made again. Returns what was done,
+        or None when the log was whole.
+        """
+        try:
+            data = self.attempts_path.read_bytes()
+        except OSError as err:
+            raise RecordError(f"cannot read '{self.attempts_path}': {err}") from err
+        complete, _, tail = data.rpartition(b"\n")
+        if tail:
+            torn = tail  # the last write was cut before its newline
+        else:
+            torn = complete.rpartition(b"\n")[2]
+            if not torn.strip():
+                return None
+            try:
+                read_record(torn.decode("utf-8"))
+                return None
+            except (ValidationError, json.JSONDecodeError, UnicodeDecodeError):
+                pass
+        kept = data[: len(data) - len(torn) - (0 if tail else 1)]
+        try:
+            with (self.root / "torn.jsonl").open("ab") as handle:
+                handle.write(torn + b"\n")
+            temporary = self.attempts_path.with_suffix(".jsonl.tmp")
+            with temporary.open("wb") as handle:
+                handle.write(kept)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.attempts_path)
+        except OSError as err:
+            raise RecordError(f"cannot repair '{self.attempts_path}': {err}") from err
+        message = (
+            f"{self.attempts_path}: a torn last line ({len(torn)} bytes) was moved to torn.jsonl; "
+            "its attempt will be made again"
+        )
+        logger.warning("%s", message)
+        return message
 
     def append(self, record: AttemptRecord) -> None:
         """Append one attempt and make it durable before returning."""
