@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from gauntlet._cli.run import parse_duration
+from gauntlet.errors import ConfigError
 from tests.support.fixtures import TASKS
 
 SCALE_ADD_DIR = TASKS / "triton2triton" / "scale_add"
@@ -104,3 +108,44 @@ def test_eval_takes_a_task_folder_by_absolute_path() -> None:
         "1",
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("15m", 900), ("1.5h", 5400), ("1h30m", 5400), ("2h5m10s", 7510), ("600", 600)],
+)
+def test_budgets_read_every_usual_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0", "0m", "soon", "30x", "1m1h", "5m5m", "-3m", ""])
+def test_a_bad_budget_is_a_clear_error(text: str) -> None:
+    with pytest.raises(ConfigError, match=f"budget '{text}'"):
+        parse_duration(text)
+
+
+def test_a_bad_budget_exits_2_and_token_and_dollar_budgets_reach_the_run(tmp_path: Path) -> None:
+    zero = gauntlet("run", "--budget", "0", "--agent", "baseline", "--out", str(tmp_path / "a"))
+    assert zero.returncode == 2 and "must be more than zero" in zero.stderr
+    assert "Traceback" not in zero.stderr
+    out = tmp_path / "run"
+    done = gauntlet(
+        "run",
+        "--agent",
+        "baseline",
+        "--device",
+        "cpu",
+        "--budget",
+        "1h30m",
+        "--tokens",
+        "5000",
+        "--cost",
+        "0.5",
+        "--out",
+        str(out),
+        "--seed",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    budget = json.loads((out / "run.json").read_text())["budget"]
+    assert budget == {"wall_s": 5400.0, "turns": 0, "tokens": 5000, "cost_usd": 0.5}

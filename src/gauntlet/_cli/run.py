@@ -19,7 +19,8 @@ from gauntlet.judge.pipeline import geomean
 from gauntlet.runner import RunConfig, resume_run, start_run
 from gauntlet.store import AttemptRecord, RunStore
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smh]?)$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
+_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 
 
 def register(app: typer.Typer) -> None:
@@ -28,12 +29,25 @@ def register(app: typer.Typer) -> None:
 
 
 def parse_duration(text: str) -> float:
-    """'30m', '1.5h', '90s' or '600' (seconds) -> seconds."""
-    match = _DURATION.match(text.strip())
-    if match is None:
-        raise ConfigError(f"budget '{text}' is not a duration (examples: 90s, 30m, 1.5h)")
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    return value * {"s": 1, "m": 60, "h": 3600}[unit]
+    """'90s', '15m', '1.5h', '1h30m' or '600' (seconds) -> seconds, more than zero.
+
+    Raises:
+        ConfigError: Not a duration, or not more than zero.
+    """
+    word = text.strip().lower()
+    examples = "examples: 90s, 15m, 1h30m, 600"
+    if re.fullmatch(r"\d+(?:\.\d+)?", word):
+        seconds = float(word)
+    else:
+        parts = _DURATION_PART.findall(word)
+        units = [unit for _, unit in parts]
+        ordered = units == sorted(set(units), key="hms".index)
+        if not parts or "".join(v + u for v, u in parts) != word or not ordered:
+            raise ConfigError(f"budget '{text}' is not a duration ({examples})")
+        seconds = sum(float(value) * _SECONDS[unit] for value, unit in parts)
+    if seconds <= 0:
+        raise ConfigError(f"budget '{text}' must be more than zero ({examples})")
+    return seconds
 
 
 def run(
@@ -52,6 +66,10 @@ def run(
     parallel: int = typer.Option(1, "--parallel", "-j", min=1, help="Attempts at once."),
     budget: str = typer.Option("30m", "--budget", help="Wall-clock budget per attempt."),
     turns: int = typer.Option(0, "--turns", min=0, help="Turn budget (0: per task level)."),
+    tokens: int = typer.Option(
+        0, "--tokens", min=0, help="Token budget per attempt, input plus output (0: none)."
+    ),
+    cost: float = typer.Option(0.0, "--cost", min=0.0, help="Dollar budget per attempt (0: none)."),
     attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="Attempts per task/agent."),
     seed: int = typer.Option(None, "--seed", help="Secret seed (default: random)."),
     keep_workspaces: bool = typer.Option(False, "--keep-workspaces", help="Keep workspaces."),
@@ -87,7 +105,9 @@ def run(
                 model=ModelSettings(model=model, base_url=base_url),
                 device=device,
                 attempts=attempts,
-                budget=Budget(wall_s=parse_duration(budget), turns=turns),
+                budget=Budget(
+                    wall_s=parse_duration(budget), turns=turns, tokens=tokens, cost_usd=cost
+                ),
                 parallel=parallel,
                 seed=seed,
                 keep_workspaces=keep_workspaces,
