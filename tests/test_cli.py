@@ -149,3 +149,39 @@ def test_a_bad_budget_exits_2_and_token_and_dollar_budgets_reach_the_run(tmp_pat
     assert done.returncode == 0, done.stderr
     budget = json.loads((out / "run.json").read_text())["budget"]
     assert budget == {"wall_s": 5400.0, "turns": 0, "tokens": 5000, "cost_usd": 0.5}
+
+
+def test_version_and_bad_paths_and_devices_exit_as_documented() -> None:
+    version = gauntlet("--version")
+    assert version.returncode == 0 and version.stdout.startswith("gauntlet ")
+    for args in (["report", "/nonexistent/run"], ["leaderboard", "/nonexistent/run"]):
+        done = gauntlet(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "does not exist" in done.stderr and "Traceback" not in done.stderr
+    not_a_run = gauntlet("run", "--resume", str(TASKS))
+    assert not_a_run.returncode == 2 and "is not a run directory" in not_a_run.stderr
+    nosuch = gauntlet("tasks", "--device", "nosuch")
+    assert nosuch.returncode == 2 and "device 'nosuch' is not available here" in nosuch.stderr
+
+
+def test_dry_run_lists_the_attempts_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = gauntlet("run", "--dry-run", "--agent", "baseline", "--attempts", "2", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "dry run: 2 attempts" in done.stdout
+    assert done.stdout.count("triton2triton/scale_add") == 2
+    assert not out.exists()
+
+
+def test_a_run_in_a_log_prints_a_line_per_attempt(tmp_path: Path) -> None:
+    done = gauntlet(
+        "run", "--agent", "baseline", "--device", "cpu", "--out", str(tmp_path / "r"), "--seed", "2"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[1/1] triton2triton/scale_add [baseline] pass" in done.stdout
+
+
+def test_tasks_check_skips_what_no_device_here_runs(tmp_path: Path) -> None:
+    done = gauntlet("tasks", "check", "cuda2cuda/scale_add_cuda")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "skipped: no device here runs" in done.stdout and "FAIL" not in done.stdout

@@ -139,20 +139,33 @@ def preflight(agents: Sequence[str], model: ModelSettings) -> None:
             check(model)
 
 
-def start_run(config: RunConfig, out: Path, progress: Progress | None = None) -> RunStore:
-    """Create a run directory and run every attempt."""
+def plan_run(config: RunConfig) -> tuple[list[Job], list[str]]:
+    """The attempts a run of `config` would make here, and the tasks no device here runs.
+
+    Checks everything a run checks before its first attempt (device, agents, selection) and
+    starts nothing: `gauntlet run --dry-run`, and the first step of `start_run`.
+
+    Raises:
+        ConfigError: A bad device, agent or selection, or nothing that can run here.
+    """
     if config.device is not None:
         devices.check_device(config.device)
     preflight(config.agents, config.model)
     tasks = suites.select(config.suite, config.pattern, config.track)
     jobs, skipped = plan_jobs(tasks, config.agents, config.attempts, config.device)
-    if skipped:
-        logger.warning("no device here runs %d task(s): %s", len(skipped), ", ".join(skipped))
     if not jobs:
         raise ConfigError(
             f"none of the {len(tasks)} selected tasks can run on "
             f"{config.device or 'the devices here'}; see 'gauntlet devices'"
         )
+    return jobs, skipped
+
+
+def start_run(config: RunConfig, out: Path, progress: Progress | None = None) -> RunStore:
+    """Create a run directory and run every attempt."""
+    jobs, skipped = plan_run(config)
+    if skipped:
+        logger.warning("no device here runs %d task(s): %s", len(skipped), ", ".join(skipped))
     secret = config.seed if config.seed is not None else secrets.randbits(62)
     store = RunStore(out)
     run_tasks = sorted({j.task.task_id for j in jobs})

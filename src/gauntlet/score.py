@@ -813,10 +813,15 @@ def _dimension_key(task: TaskScore, dimension: Dimension) -> str | None:
 
 
 def load_run(run_dir: Path | str) -> tuple[RunInfo, list[AttemptRecord]]:
-    """Read a run directory's `run.json` and attempts (RecordError if it cannot be read)."""
+    """Read a run directory's `run.json` and attempts.
+
+    Raises:
+        ConfigError: The path is no run directory (bad input).
+        RecordError: A record in it cannot be read.
+    """
     store = RunStore(Path(run_dir))
     if not store.root.is_dir():
-        raise RecordError(f"run directory '{store.root}' does not exist")
+        raise ConfigError(f"run directory '{store.root}' does not exist")
     return store.info(), store.attempts()
 
 

@@ -139,7 +139,7 @@ class RunStore:
         try:
             return RunInfo.model_validate_json(path.read_text())
         except FileNotFoundError as err:
-            raise RecordError(f"'{self.root}' is not a run directory (no run.json)") from err
+            raise ConfigError(f"'{self.root}' is not a run directory (no run.json)") from err
         except ValidationError as err:
             raise RecordError(f"{path}: not a valid run record: {err}") from err
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -16,7 +17,7 @@ from gauntlet._cli.output import out, styled_status
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError
 from gauntlet.judge.pipeline import geomean
-from gauntlet.runner import RunConfig, resume_run, start_run
+from gauntlet.runner import Job, RunConfig, plan_run, resume_run, start_run
 from gauntlet.store import AttemptRecord, RunStore
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
@@ -73,10 +74,35 @@ def run(
     attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="Attempts per task/agent."),
     seed: int = typer.Option(None, "--seed", help="Secret seed (default: random)."),
     keep_workspaces: bool = typer.Option(False, "--keep-workspaces", help="Keep workspaces."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="List the attempts the run would make; run and write nothing."
+    ),
     time_cap: float = judge_options.time_cap(),
     compile_reference: bool = judge_options.compile_reference(),
 ) -> None:
     """Run agents on tasks; exit 0 when the run completed, whatever the agents achieved."""
+    if redo and resume is None:
+        raise ConfigError("--redo needs --resume RUN_DIR: it redoes a recorded run's attempts")
+    config = None
+    if resume is None:
+        config = RunConfig(
+            suite=suite,
+            pattern=tasks,
+            track=track,
+            agents=agent or ["baseline", "expert"],
+            model=ModelSettings(model=model, base_url=base_url),
+            device=device,
+            attempts=attempts,
+            budget=Budget(wall_s=parse_duration(budget), turns=turns, tokens=tokens, cost_usd=cost),
+            parallel=parallel,
+            seed=seed,
+            keep_workspaces=keep_workspaces,
+            time_cap_s=time_cap,
+            compile_reference=compile_reference,
+        )
+        if dry_run:
+            print_plan(*plan_run(config))
+            return
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -85,39 +111,39 @@ def run(
         TextColumn("{task.fields[last]}"),
         console=out,
         transient=False,
+        disable=not out.is_terminal,
     ) as bar:
         handle = bar.add_task("attempts", total=None, last="")
 
         def progress(record: AttemptRecord, done: int, total: int) -> None:
-            last = f"{record.task_id} [{record.agent}] {styled_status(record.status)}"
-            bar.update(handle, completed=done, total=total, last=last)
+            who = escape(f"{record.task_id} [{record.agent}]")
+            last = f"{who} {styled_status(record.status)}"
+            if out.is_terminal:
+                bar.update(handle, completed=done, total=total, last=last)
+            else:
+                # A log (a pipe, a file, CI): a line per finished attempt, as it finishes.
+                out.print(f"[{done}/{total}] {last}", soft_wrap=True)
 
-        if redo and resume is None:
-            raise ConfigError("--redo needs --resume RUN_DIR: it redoes a recorded run's attempts")
-        if resume is not None:
+        if config is None:
+            assert resume is not None
             store = resume_run(resume, parallel=parallel, progress=progress, redo=redo or ())
         else:
-            config = RunConfig(
-                suite=suite,
-                pattern=tasks,
-                track=track,
-                agents=agent or ["baseline", "expert"],
-                model=ModelSettings(model=model, base_url=base_url),
-                device=device,
-                attempts=attempts,
-                budget=Budget(
-                    wall_s=parse_duration(budget), turns=turns, tokens=tokens, cost_usd=cost
-                ),
-                parallel=parallel,
-                seed=seed,
-                keep_workspaces=keep_workspaces,
-                time_cap_s=time_cap,
-                compile_reference=compile_reference,
-            )
             stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
             store = start_run(config, out_dir or Path("runs") / stamp, progress=progress)
     print_summary(store)
     out.print(f"run directory: {store.root}")
+
+
+def print_plan(jobs: list[Job], skipped: list[str]) -> None:
+    """The attempts a run would make: task, agent, attempt index and device."""
+    table = Table(title=f"dry run: {len(jobs)} attempts")
+    for column in ("task", "agent", "attempt", "device"):
+        table.add_column(column, overflow="fold")
+    for job in jobs:
+        table.add_row(job.task.task_id, job.agent, str(job.index), job.device)
+    out.print(table)
+    if skipped:
+        out.print(escape(f"not run here (no device for them): {', '.join(skipped)}"))
 
 
 def print_summary(store: RunStore) -> None:

@@ -33,6 +33,7 @@ def list_tasks(
         return
     tasks = suites.select(suite, None, track)
     if device:
+        devices.check_device(device)
         tasks = [t for t in tasks if devices.device_for(t, device) is not None]
     if as_json:
         out.print_json(json.dumps([t.spec.model_dump(mode="json") for t in tasks]))
@@ -89,16 +90,22 @@ def check(
     table = Table(title="task checks")
     for column in ("task", "check", "result", "detail"):
         table.add_column(column, overflow="fold")
-    failed = 0
+    if device:
+        devices.check_device(device)
+    failed = skipped = 0
     for task in tasks:
         for result in check_task(task, device):
             failed += not result.ok
+            skipped += result.skipped
+            shown = "[yellow]skip[/]" if result.skipped else "[green]ok[/]"
             table.add_row(
                 task.task_id,
                 result.name,
-                "[green]ok[/]" if result.ok else "[bold red]FAIL[/]",
+                shown if result.ok else "[bold red]FAIL[/]",
                 result.detail,
             )
     out.print(table)
+    if skipped:
+        out.print(f"{skipped} task(s) skipped: no device here runs them")
     if failed:
         raise typer.Exit(1)
