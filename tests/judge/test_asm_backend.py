@@ -142,3 +142,28 @@ def test_step_limit_scales_with_the_baseline(relu: Task) -> None:
     assert "step_limit" in check.reason and "line 2" in check.reason
     assert check.baseline is not None
     assert max(asm_backend.STEP_FLOOR, 16 * check.baseline.instructions) == asm_backend.STEP_FLOOR
+
+
+def test_every_visible_config_is_checked_after_one_is_wrong(
+    relu: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # k/n must count every visible config: a program wrong on the first one is still checked
+    # on the others (it was reported 1/5 where 4/5 were right); hidden ones wait.
+    real = asm_backend.check_config
+    first = relu.visible_configs[0].name
+    checked: list[str] = []
+
+    def wrong_on_the_first(task: Task, config: Config, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        checked.append(config.name)
+        check = real(task, config, *args, **kwargs)  # type: ignore[arg-type]
+        if config.name == first:
+            check.result = check.result.model_copy(update={"correct": False})
+        return check
+
+    monkeypatch.setattr(asm_backend, "check_config", wrong_on_the_first)
+    (tmp_path / "kernel.asm").write_text(relu.path("expert.asm").read_text())
+    verdict = judge(relu, tmp_path, device="sim:npu", seed=5, configs="all")
+    assert verdict.status == "incorrect"
+    visible = verdict.visible()
+    assert [c.correct for c in visible] == [False] + [True] * (len(visible) - 1)
+    assert checked == [c.name for c in relu.visible_configs]  # no hidden config was run

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet.errors import RecordError
+from gauntlet.errors import ConfigError, RecordError
 from gauntlet.report import render_report, write_report
 from gauntlet.report.attempts import TRANSCRIPT_LIMIT_CHARS
 from gauntlet.score import score_run
@@ -130,5 +130,5 @@ def test_write_report_paths(tmp_path: Path) -> None:
     assert elsewhere.read_text() == (run_dir / "report.html").read_text()
     with pytest.raises(RecordError, match="cannot write the report"):
         write_report(run_dir, tmp_path / "out", bootstrap=FAST_BOOTSTRAP)  # a directory
-    with pytest.raises(RecordError, match="does not exist"):
+    with pytest.raises(ConfigError, match="does not exist"):  # bad input: exit 2
         write_report(tmp_path / "nowhere")

@@ -280,10 +280,11 @@ def test_weighted_interval_matches_the_weighted_mean() -> None:
 
 
 def test_unreadable_run_directories(tmp_path: Path) -> None:
-    with pytest.raises(RecordError, match="does not exist"):
+    # A path that is no run is bad input (exit 2); a broken record is a record error.
+    with pytest.raises(ConfigError, match="does not exist"):
         score_run(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(RecordError, match="not a run directory"):
+    with pytest.raises(ConfigError, match="not a run directory"):
         score_run(tmp_path / "empty")
     run_dir = RunBuilder(tmp_path / "run").write()
     assert score_run(run_dir).groups == []

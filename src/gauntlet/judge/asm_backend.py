@@ -891,7 +891,10 @@ class _Evaluation:
         visible_failed = False
         with _worker(self.task.spec.memory_limit_mb) as worker:
             for config in request.configs:
-                if visible_failed or (evaluation.failure is not None):
+                # Every visible config is checked, also after one is wrong, so that k/n counts
+                # them all; hidden ones only when the visible ones are right. A failure of the
+                # program itself (it does not assemble, hangs or crashes the simulator) stops.
+                if evaluation.failure is not None or (visible_failed and config.hidden):
                     why = "not checked: an earlier config failed"
                     evaluation.results.append(ConfigResult(config=config, reason=why))
                     continue
