@@ -102,10 +102,24 @@ def test_untimed_run_says_not_timed(tmp_path: Path) -> None:
     run.add("t/b", "incorrect")
     html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
     assert "<svg" not in html
-    assert "No speed charts: device &#39;cpu&#39; is not timed: correctness only." in html
+    assert (
+        "No speed charts: no task of this group was judged on a timed device (the cpu device is "
+        "not timed)." in html
+    )
     cells = number_cells(html)
     assert value_cell(cells, table="summary", metric="deployable_speedup").text == "n/a"
     assert value_cell(cells, table="summary", metric="pass_rate").text == "50.0%"
+
+
+def test_a_run_mixing_cpu_and_timed_tasks_charts_the_timed_ones(tmp_path: Path) -> None:
+    # `make run` on a CPU machine: CPU tasks (not timed) beside simulator tasks (in cycles).
+    run = RunBuilder(tmp_path / "run", device="cpu")
+    run.add("t/cpu", "pass")
+    run.add("accel/npu/a", "pass", speedup=2.0, device="sim:npu", track="accel")
+    run.add("accel/npu/b", "incorrect", device="sim:npu", track="accel")
+    html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
+    assert "<svg" in html and "No speed charts" not in html
+    assert "Over the 2 of 3 tasks judged on a timed device" in html
 
 
 def test_missing_attempts_are_flagged(tmp_path: Path) -> None:

@@ -48,7 +48,9 @@ class GroupView:
     group: GroupScores
     anchor: str
     plots: dict[str, Markup] = field(default_factory=dict)
-    """`speedup`, `fast_p` and `sol` charts; empty when the group is not timed."""
+    """`speedup`, `fast_p` and `sol` charts over the timed tasks; empty when there are none."""
+    timed_tasks: int = 0
+    """Tasks judged on a timed device (what the speed charts and metrics are taken over)."""
     breakdowns: list[tuple[Dimension, list[Breakdown]]] = field(default_factory=list)
     overfit: list[tuple[str, str]] = field(default_factory=list)
     """Task id and anchor of each overfit attempt."""
@@ -89,17 +91,21 @@ def asset(name: str) -> Markup:
 
 def _group_view(number: int, group: GroupScores, anchors: dict[str, str]) -> GroupView:
     plots: dict[str, Markup] = {}
-    if all(t.timed for t in group.tasks) and group.tasks:
+    # The tasks the speed metrics are taken over: those judged on a timed device (the `cpu`
+    # device is not), so a run mixing CPU and simulator or GPU tasks still gets its charts.
+    timed = [t for t in group.tasks if not t.untimed_device]
+    if timed and all(t.timed for t in timed):
         salt = f"group{number}"
-        plots["speedup"] = Markup(speedup_distribution(group.tasks, salt + "-speedup"))
-        plots["fast_p"] = Markup(fast_p_chart(group.tasks, salt + "-fast"))
+        plots["speedup"] = Markup(speedup_distribution(timed, salt + "-speedup"))
+        plots["fast_p"] = Markup(fast_p_chart(timed, salt + "-fast"))
         if group.metrics["sol_fraction"].available:
-            plots["sol"] = Markup(sol_chart(group.tasks, salt + "-sol"))
+            plots["sol"] = Markup(sol_chart(timed, salt + "-sol"))
     breakdowns = [(d, group.breakdown(d)) for d in DIMENSIONS if group.breakdown(d)]
     return GroupView(
         group=group,
         anchor=f"group-{number}",
         plots=plots,
+        timed_tasks=len(timed),
         breakdowns=breakdowns,
         overfit=[
             (task.task_id, anchors[attempt_id])
