@@ -185,3 +185,14 @@ def test_tasks_check_skips_what_no_device_here_runs(tmp_path: Path) -> None:
     done = gauntlet("tasks", "check", "cuda2cuda/scale_add_cuda")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "skipped: no device here runs" in done.stdout and "FAIL" not in done.stdout
+
+
+def test_repeated_tasks_globs_add_up() -> None:
+    from gauntlet import suites
+
+    both = suites.select(None, ["triton2triton/*", "cuda2cuda/*"], root=TASKS)
+    assert {t.task_id for t in both} == {"triton2triton/scale_add", "cuda2cuda/scale_add_cuda"}
+    one = suites.select(None, "cuda2cuda/*", root=TASKS)
+    assert [t.task_id for t in one] == ["cuda2cuda/scale_add_cuda"]
+    with pytest.raises(ConfigError, match="pattern 'x/\\*', 'y/\\*'"):
+        suites.select(None, ["x/*", "y/*"], root=TASKS)

@@ -45,8 +45,8 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suite: str | None = None
-    pattern: str | None = None
-    """A glob over task ids (`--tasks`)."""
+    pattern: str | list[str] | None = None
+    """Globs over task ids (`--tasks`, repeatable): a task is run when any matches."""
     track: str | None = None
     agents: list[str] = Field(default_factory=lambda: ["baseline", "expert"], min_length=1)
     model: ModelSettings = ModelSettings()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from gauntlet import settings
@@ -56,11 +57,11 @@ def load_by_id(task_id: str, root: Path | None = None) -> Task:
 
 def select(
     suite: str | None = None,
-    pattern: str | None = None,
+    pattern: str | Sequence[str] | None = None,
     track: str | None = None,
     root: Path | None = None,
 ) -> list[Task]:
-    """Tasks of a suite (default `all`), narrowed by an id glob and a track."""
+    """Tasks of a suite (default `all`), narrowed by id globs (any may match) and a track."""
     base = root or tasks_root()
     table = suites(base)
     name = suite or "all"
@@ -69,13 +70,15 @@ def select(
             "suite", name, sorted(table), f"suites are defined in {base / SUITES_FILE}"
         )
     ids = [i for i in task_ids(base) if any(fnmatch.fnmatchcase(i, p) for p in table[name])]
-    if pattern:
-        ids = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
+    if patterns:
+        ids = [i for i in ids if any(fnmatch.fnmatchcase(i, p) for p in patterns)]
     tasks = [load_task(base / i, expected_id=i) for i in ids]
     if track:
         tasks = [t for t in tasks if t.spec.track == track]
     if not tasks:
-        what = f"suite '{name}'" + (f", pattern '{pattern}'" if pattern else "")
+        shown = ", ".join(f"'{p}'" for p in patterns)
+        what = f"suite '{name}'" + (f", pattern {shown}" if patterns else "")
         what += f", track '{track}'" if track else ""
         raise ConfigError(f"no task matches {what} under {base}")
     return tasks

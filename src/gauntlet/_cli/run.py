@@ -53,7 +53,9 @@ def parse_duration(text: str) -> float:
 
 def run(
     suite: str = typer.Option(None, "--suite", "-s", help="Suite (default: all tasks here)."),
-    tasks: str = typer.Option(None, "--tasks", help="Glob over task ids, e.g. 'triton2triton/*'."),
+    tasks: list[str] = typer.Option(
+        None, "--tasks", help="Glob over task ids, e.g. 'triton2triton/*' (repeatable: any)."
+    ),
     track: str = typer.Option(None, "--track", help="Only this track."),
     agent: list[str] = typer.Option(None, "--agent", "-a", help="Agent (repeatable)."),
     model: str = typer.Option(None, "--model", "-m", help="Model for LLM agents."),
@@ -87,7 +89,7 @@ def run(
     if resume is None:
         config = RunConfig(
             suite=suite,
-            pattern=tasks,
+            pattern=tasks or None,
             track=track,
             agents=agent or ["baseline", "expert"],
             model=ModelSettings(model=model, base_url=base_url),
