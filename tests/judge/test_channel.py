@@ -35,6 +35,26 @@ def test_tensors_round_trip_bitwise(dtype: torch.dtype) -> None:
     os.close(write_fd)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "int32", "bool"])
+def test_numpy_arrays_round_trip_as_arrays(dtype: str) -> None:
+    # The simulator's arrays (bfloat16 from ml_dtypes) travel with no PyTorch on either side.
+    import ml_dtypes
+    import numpy as np
+
+    kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    array = (np.random.default_rng(0).standard_normal((4, 3)) * 10).astype(kind)
+    read_fd, write_fd = os.pipe()
+    write_frame(write_fd, {"job": 1}, [array, np.empty((0,), dtype=kind), array[:, ::2]])
+    header, arrays = FrameReader(read_fd).read(time.monotonic() + 5)
+    assert header == {"job": 1}
+    assert all(isinstance(a, np.ndarray) for a in arrays)
+    assert arrays[0].dtype == array.dtype and arrays[0].tobytes() == array.tobytes()
+    assert arrays[1].shape == (0,)
+    assert arrays[2].tobytes() == np.ascontiguousarray(array[:, ::2]).tobytes()
+    os.close(read_fd)
+    os.close(write_fd)
+
+
 def test_timeout_and_close() -> None:
     read_fd, write_fd = os.pipe()
     reader = FrameReader(read_fd)

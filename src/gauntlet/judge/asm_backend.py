@@ -33,8 +33,8 @@ import json
 import logging
 import math
 import os
-import socket
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -42,16 +42,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from pydantic import ValidationError
 
 from gauntlet import expr, settings
 from gauntlet.errors import ConfigError, JudgeError
-from gauntlet.judge import correctness
+from gauntlet.judge import correctness, protocol
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
 from gauntlet.judge.seeds import derive_seed
 from gauntlet.judge.verdict import ConfigResult, Timing
@@ -383,59 +383,68 @@ class Outcome:
 class _SimWorker:
     """A worker process that assembles and simulates, with a wall clock on every job.
 
-    It runs `python -m gauntlet.judge.asm_backend` (trusted code only) and talks over a socket
-    pair; workers are pooled and reused across evaluations (`_worker`), since starting one
-    costs the imports of NumPy and the simulator.
+    It runs `python -m gauntlet.judge.asm_backend` (trusted code only) through the judge's one
+    way of starting workers (`workers.WorkerHandle`: a session of its own, the workers'
+    environment allowlist, an address-space limit, typed frames with the arrays as raw bytes);
+    workers are pooled and reused across evaluations (`_worker`), since starting one costs the
+    imports of NumPy and the simulator.
     """
 
     def __init__(self, memory_limit_mb: int) -> None:
-        from gauntlet import process
+        from gauntlet.judge import workers
 
         self.memory_limit_mb = memory_limit_mb
-        ours, theirs = socket.socketpair()
-        argv = [sys.executable, "-m", __name__, str(theirs.fileno()), str(memory_limit_mb)]
         try:
-            self.child: process.Child | None = process.Child(
-                argv, env=_worker_env(), pass_fds=(theirs.fileno(),)
+            self.handle: workers.WorkerHandle | None = workers.WorkerHandle(
+                __name__,
+                env=_worker_env(),
+                cwd=Path(tempfile.gettempdir()),
+                memory_limit_bytes=memory_limit_mb << 20,
             )
         except OSError as err:
-            ours.close()
             raise JudgeError(f"cannot start the simulation worker: {err}") from err
-        finally:
-            theirs.close()
-        self.conn = Connection(ours.detach())
 
     @property
     def alive(self) -> bool:
         """Whether the worker can take another job."""
-        return self.child is not None and self.child.poll() is None
+        return self.handle is not None and self.handle.child.poll() is None
 
-    def run(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one job; its reply, or {"status": "timeout" | "crash"} when the worker fails."""
-        if self.child is None:
-            return {"status": "crash", "message": "the simulation worker is gone"}
+    def run(
+        self, job: protocol.SimJob, arrays: Sequence[np.ndarray], timeout_s: float
+    ) -> tuple[protocol.SimReply, list[np.ndarray]] | Outcome:
+        """Send one job; its reply and arrays, or the failed `Outcome` when the worker fails."""
+        from gauntlet.judge.channel import (
+            ChannelClosed,
+            ChannelTimeout,
+            ProtocolError,
+            write_frame,
+        )
+
+        if self.handle is None:
+            return Outcome(failure="crash", message="the simulation worker is gone")
         try:
-            self.conn.send(job)
-            if not self.conn.poll(timeout_s):
-                self.close()
-                return {"status": "timeout", "message": f"no result within {timeout_s:g} s"}
-            reply: dict[str, Any] = self.conn.recv()
-            return reply
-        except (EOFError, OSError) as err:
+            write_frame(self.handle.command_fd, job.model_dump(), list(arrays))
+            header, received = self.handle.read(time.monotonic() + timeout_s)
+            return protocol.SimReply.model_validate(header), list(received)
+        except ChannelTimeout:
+            self.close()
+            return Outcome(failure="timeout", message=f"no result within {timeout_s:g} s")
+        except (ChannelClosed, ProtocolError, ValidationError, OSError) as err:
             finished = self.close()
-            return {
-                "status": "crash",
-                "message": f"the simulation worker died ({err!r}): {finished[-2000:]}",
-            }
+            return Outcome(
+                failure="crash",
+                message=f"the simulation worker died ({err!r}): {finished[-2000:]}",
+            )
 
     def close(self) -> str:
         """Stop the worker (killing it if busy); returns the end of its stderr."""
-        child, self.child = self.child, None
-        self.conn.close()
-        if child is None:
+        handle, self.handle = self.handle, None
+        if handle is None:
             return ""
-        child.kill_group()
-        return child.wait(timeout_s=10).stderr
+        handle.child.kill_group()
+        stderr = handle.finish(grace_s=10).stderr
+        handle.close()
+        return stderr
 
 
 def _worker_env() -> dict[str, str]:
@@ -476,85 +485,90 @@ def _worker(memory_limit_mb: int) -> Iterator[_SimWorker]:
                 worker.close()
 
 
-def _serve(conn: Connection, memory_limit_mb: int) -> None:
-    """The worker's loop: jobs in, replies out, until a None job or a closed pipe."""
-    import resource
+def _serve(request_fd: int, result_fd: int) -> None:
+    """The worker's loop: a job in, a reply out, until the command pipe closes."""
+    from gauntlet.judge.channel import ChannelClosed, FrameReader, write_frame
 
-    limit = memory_limit_mb << 20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    reader = FrameReader(request_fd)
     while True:
         try:
-            job = conn.recv()
-        except EOFError:
-            return
-        if job is None:
+            header, arrays = reader.read(None)
+        except ChannelClosed:
             return
         try:
-            reply = _worker_job(job)
+            reply, outputs = _worker_job(protocol.SimJob.model_validate(header), arrays)
         except MemoryError:
-            reply = {"status": "crash", "message": "the simulation ran out of memory"}
+            reply, outputs = (
+                protocol.SimReply(status="crash", message="the simulation ran out of memory"),
+                [],
+            )
         except Exception:  # noqa: BLE001 - the worker's top level: report, never die silently
-            reply = {"status": "crash", "message": traceback.format_exc(limit=8)}
-        conn.send(reply)
+            message = traceback.format_exc(limit=8)[-20_000:]
+            reply, outputs = protocol.SimReply(status="crash", message=message), []
+        write_frame(result_fd, reply.model_dump(), outputs)
 
 
-def _worker_job(job: dict[str, Any]) -> dict[str, Any]:
+def _worker_job(
+    job: protocol.SimJob, arrays: Sequence[np.ndarray]
+) -> tuple[protocol.SimReply, list[np.ndarray]]:
     from gauntlet.accel import AsmError, MemoryContract, assemble, get_platform, simulate
 
-    platform = get_platform(job["platform"], job["overrides"])
+    platform = get_platform(job.platform, job.overrides)
     try:
-        program = assemble(platform, job["source"], job["symbols"])
+        program = assemble(platform, job.source, job.symbols)
     except AsmError as err:
-        return {
-            "status": "asm_error",
-            "diagnostics": [str(d) for d in err.diagnostics if d.severity == "error"],
-        }
-    reply: dict[str, Any] = {
-        "status": "ok",
-        "warnings": [str(d) for d in program.warnings],
-        "instructions": len(program),
-        "runs": [],
-    }
-    if job.get("inputs"):
-        contract = MemoryContract.model_validate(job["contract"])
-        for inputs in job["inputs"]:
-            result = simulate(program, contract, inputs, step_limit=job["step_limit"])
-            reply["runs"].append(
-                {
-                    "outputs": result.outputs,
-                    "profile": result.profile.model_dump(),
-                    "fault": result.fault.model_dump() if result.fault else None,
-                    "unwritten": result.unwritten,
-                }
+        diagnostics = [str(d) for d in err.diagnostics if d.severity == "error"]
+        return protocol.SimReply(status="asm_error", diagnostics=diagnostics), []
+    runs: list[protocol.SimRunHeader] = []
+    outputs: list[np.ndarray] = []
+    if job.inputs:
+        contract = MemoryContract.model_validate(job.contract)
+        given = iter(arrays)
+        for names in job.inputs:
+            inputs = {name: next(given) for name in names}
+            result = simulate(program, contract, inputs, step_limit=job.step_limit)
+            runs.append(
+                protocol.SimRunHeader(
+                    outputs=list(result.outputs),
+                    profile=result.profile.model_dump(mode="json"),
+                    fault=result.fault.model_dump(mode="json") if result.fault else None,
+                    unwritten=dict(result.unwritten),
+                )
             )
+            outputs.extend(result.outputs.values())
             if result.fault is not None:
                 break  # later trials add nothing to a program that faults
-    return reply
+    reply = protocol.SimReply(
+        status="ok",
+        warnings=[str(d) for d in program.warnings],
+        instructions=len(program),
+        runs=runs,
+    )
+    return reply, outputs
 
 
-def _outcome(reply: dict[str, Any]) -> Outcome:
+def _outcome(answer: tuple[protocol.SimReply, list[np.ndarray]] | Outcome) -> Outcome:
     from gauntlet.accel import Profile
     from gauntlet.accel.faults import Fault
 
-    status = reply.get("status")
-    if status == "asm_error":
-        return Outcome(diagnostics=list(reply["diagnostics"]))
-    if status in ("timeout", "crash"):
-        return Outcome(failure=status, message=str(reply.get("message", "")))
+    if isinstance(answer, Outcome):
+        return answer
+    reply, arrays = answer
+    if reply.status == "asm_error":
+        return Outcome(diagnostics=list(reply.diagnostics))
+    if reply.status == "crash":
+        return Outcome(failure="crash", message=reply.message)
+    given = iter(arrays)
     runs = [
         SimRun(
-            outputs=run["outputs"],
-            profile=Profile.model_validate(run["profile"]),
-            fault=Fault.model_validate(run["fault"]) if run["fault"] else None,
-            unwritten=run["unwritten"],
+            outputs={name: next(given) for name in run.outputs},
+            profile=Profile.model_validate(run.profile),
+            fault=Fault.model_validate(run.fault) if run.fault else None,
+            unwritten=dict(run.unwritten),
         )
-        for run in reply["runs"]
+        for run in reply.runs
     ]
-    return Outcome(
-        warnings=list(reply.get("warnings", [])),
-        runs=runs,
-        instructions=int(reply.get("instructions", 0)),
-    )
+    return Outcome(warnings=list(reply.warnings), runs=runs, instructions=reply.instructions)
 
 
 def _job(
@@ -562,24 +576,28 @@ def _job(
     source: str,
     inputs: Sequence[Mapping[str, np.ndarray]] = (),
     step_limit: int = STEP_FLOOR,
-) -> dict[str, Any]:
+) -> tuple[protocol.SimJob, list[np.ndarray]]:
     contract_inputs = {r.name for r in setup.contract.with_role("input")}
-    return {
-        "platform": setup.platform_name,
-        "overrides": setup.overrides,
-        "source": source,
-        "symbols": setup.symbols,
-        "contract": setup.contract.model_dump(),
-        "inputs": [{k: v for k, v in i.items() if k in contract_inputs} for i in inputs],
-        "step_limit": step_limit,
-    }
+    names = [[k for k in i if k in contract_inputs] for i in inputs]
+    arrays = [np.asarray(i[k]) for i, keys in zip(inputs, names, strict=True) for k in keys]
+    job = protocol.SimJob(
+        platform=setup.platform_name,
+        overrides=setup.overrides,
+        source=source,
+        symbols=setup.symbols,
+        contract=setup.contract.model_dump(mode="json"),
+        inputs=names,
+        step_limit=step_limit,
+    )
+    return job, arrays
 
 
 def assemble_source(task: Task, config: Config, source: str) -> Outcome:
     """Assemble `source` with a config's symbols, in a worker (nothing is simulated)."""
     setup = config_setup(task, config)
+    job, arrays = _job(setup, source)
     with _worker(task.spec.memory_limit_mb) as worker:
-        return _outcome(worker.run(_job(setup, source), STARTUP_S + ASSEMBLE_S))
+        return _outcome(worker.run(job, arrays, STARTUP_S + ASSEMBLE_S))
 
 
 def simulate_source(
@@ -593,12 +611,12 @@ def simulate_source(
 ) -> Outcome:
     """Assemble and run `source` on each input set of one config (stops at the first fault)."""
     setup = config_setup(task, config)
-    job = _job(setup, source, inputs, step_limit)
+    job, arrays = _job(setup, source, inputs, step_limit)
     timeout_s = STARTUP_S + task.spec.timeout_s
     if worker is not None:
-        return _outcome(worker.run(job, timeout_s))
+        return _outcome(worker.run(job, arrays, timeout_s))
     with _worker(task.spec.memory_limit_mb) as own:
-        return _outcome(own.run(job, timeout_s))
+        return _outcome(own.run(job, arrays, timeout_s))
 
 
 # -- the baseline -----------------------------------------------------------------------------
@@ -960,11 +978,14 @@ def _shown(name: str, diagnostics: Sequence[str]) -> str:
 
 
 def _worker_main(argv: Sequence[str]) -> int:
-    """`python -m gauntlet.judge.asm_backend FD MEMORY_MB`: serve jobs on the socket FD."""
+    """`python -m gauntlet.judge.asm_backend COMMAND_FD RESULT_FD` (`workers.WorkerHandle`)."""
     if len(argv) != 3:
-        print("usage: python -m gauntlet.judge.asm_backend FD MEMORY_MB", file=sys.stderr)
+        print("usage: python -m gauntlet.judge.asm_backend COMMAND_FD RESULT_FD", file=sys.stderr)
         return 2
-    _serve(Connection(int(argv[1])), int(argv[2]))
+    request_fd, result_fd = int(argv[1]), int(argv[2])
+    os.set_inheritable(request_fd, False)
+    os.set_inheritable(result_fd, False)
+    _serve(request_fd, result_fd)
     return 0
 
 

@@ -28,6 +28,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy as np
     import torch
 
 _LENGTH = struct.Struct("<Q")
@@ -66,8 +69,22 @@ class ProtocolError(Exception):
     """A frame that breaks the format (too large, bad header, unknown dtype)."""
 
 
-def encode_tensor(tensor: torch.Tensor) -> tuple[dict[str, Any], memoryview]:
-    """Describe a tensor and return a view of its raw bytes (copied to the CPU, contiguous)."""
+def encode_tensor(tensor: torch.Tensor | np.ndarray) -> tuple[dict[str, Any], memoryview]:
+    """Describe a tensor and return a view of its raw bytes (copied to the CPU, contiguous).
+
+    A NumPy array (the simulator's, bfloat16 from ml_dtypes included) travels as one and is read
+    back as one (`array` in its description), with no PyTorch on either side.
+    """
+    import numpy as np
+
+    if isinstance(tensor, np.ndarray):
+        flat_array = np.ascontiguousarray(tensor)
+        name = str(flat_array.dtype)
+        if name not in DTYPES:
+            raise ProtocolError(f"dtype {name} cannot be sent")
+        raw = flat_array.reshape(-1).view(np.uint8).data if flat_array.size else memoryview(b"")
+        meta = {"dtype": name, "shape": list(flat_array.shape), "nbytes": len(raw), "array": True}
+        return meta, raw
     import torch
 
     flat = _to_host(tensor.detach()).contiguous()
@@ -91,20 +108,22 @@ def _to_host(tensor: torch.Tensor) -> torch.Tensor:
     return staged
 
 
-def decode_tensor(meta: dict[str, Any], data: bytearray | memoryview) -> torch.Tensor:
-    """Rebuild a tensor from its description and bytes."""
-    import torch
-
+def decode_tensor(meta: dict[str, Any], data: bytearray | memoryview) -> Any:
+    """Rebuild a tensor (or a NumPy array, for an `array` description) from its bytes."""
     dtype_name = meta.get("dtype")
     shape = meta.get("shape")
     if dtype_name not in DTYPES or not isinstance(shape, list):
         raise ProtocolError(f"bad tensor description {meta!r}")
-    dtype = getattr(torch, dtype_name)
     count = 1
     for dim in shape:
         if not isinstance(dim, int) or dim < 0:
             raise ProtocolError(f"bad tensor shape {shape!r}")
         count *= dim
+    if meta.get("array") is True:
+        return _decode_array(dtype_name, shape, count, data)
+    import torch
+
+    dtype = getattr(torch, dtype_name)
     itemsize = torch.empty((), dtype=dtype).element_size()
     if count * itemsize != len(data):
         raise ProtocolError(f"tensor of shape {shape} and {dtype_name} does not fit {len(data)} B")
@@ -113,7 +132,21 @@ def decode_tensor(meta: dict[str, Any], data: bytearray | memoryview) -> torch.T
     return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-def write_frame(fd: int, header: dict[str, Any], tensors: list[torch.Tensor] | None = None) -> None:
+def _decode_array(
+    dtype_name: str, shape: list[int], count: int, data: bytearray | memoryview
+) -> np.ndarray:
+    import ml_dtypes
+    import numpy as np
+
+    dtype = np.dtype(ml_dtypes.bfloat16) if dtype_name == "bfloat16" else np.dtype(dtype_name)
+    if count * dtype.itemsize != len(data):
+        raise ProtocolError(f"array of shape {shape} and {dtype_name} does not fit {len(data)} B")
+    return np.frombuffer(data, dtype=dtype, count=count).reshape(shape)
+
+
+def write_frame(
+    fd: int, header: dict[str, Any], tensors: Sequence[torch.Tensor | np.ndarray] | None = None
+) -> None:
     """Write one frame: the header (with tensor descriptions added) and the tensors' bytes."""
     blobs: list[memoryview] = []
     metas: list[dict[str, Any]] = []
@@ -185,8 +218,11 @@ class FrameReader:
         if self.sock is not None:
             self.sock.close()
 
-    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The next frame; raises ChannelTimeout past `deadline` (a time.monotonic value)."""
+    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[Any]]:
+        """The next frame; raises ChannelTimeout past `deadline` (a time.monotonic value).
+
+        Its tensors come back as PyTorch tensors, or NumPy arrays where they were sent as such.
+        """
         (length,) = _LENGTH.unpack(self._read_exact(_LENGTH.size, deadline))
         if length > MAX_HEADER_BYTES:
             raise ProtocolError(f"frame header of {length} bytes is over the limit")

@@ -331,6 +331,42 @@ class ReferenceTrial(_Frame):
     baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
 
 
+# --- The simulator worker (accelerator assembly): trusted code, data in and out -------------
+
+
+class SimJob(_Frame):
+    """Assemble a program and, where input sets follow, run it on each (arrays follow)."""
+
+    platform: Name
+    overrides: dict[Name, int | float]
+    source: str
+    symbols: dict[Name, int | float]
+    contract: dict[str, Any]
+    inputs: list[list[Name]] = Field(default_factory=list)
+    """The names of each input set's arrays, in the order the arrays follow the header."""
+    step_limit: Annotated[int, Field(ge=0)]
+
+
+class SimRunHeader(_Frame):
+    """One run of a program: its outputs' names (arrays follow), profile, fault, unwritten."""
+
+    outputs: list[Name]
+    profile: dict[str, Any]
+    fault: dict[str, Any] | None
+    unwritten: dict[Name, int]
+
+
+class SimReply(_Frame):
+    """What the simulator worker made of a job."""
+
+    status: Literal["ok", "asm_error", "crash"]
+    diagnostics: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    instructions: Annotated[int, Field(ge=0)] = 0
+    runs: list[SimRunHeader] = Field(default_factory=list)
+    message: Text = ""
+
+
 Event = Annotated[
     Ready
     | Loaded

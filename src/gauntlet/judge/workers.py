@@ -1,7 +1,8 @@
 """One way to start and talk to the judge's worker processes: `WorkerHandle`.
 
-Every process of the judge that runs a submission's code, or the task's, starts here: the
-reference and candidate workers (`worker.py`) and the CUDA build process (`cuda_build.py`).
+Every worker process of the judge starts here: the reference and candidate workers
+(`worker.py`), the CUDA build process (`cuda_build.py`) and the pooled simulator workers
+(`asm_backend.py`, which hold NumPy arrays on the channel rather than tensors).
 Each is `python -m <module> COMMAND_FD RESULT_FD` in a session of its own (`process.Child`:
 output capped, the whole group killed at the end), with a scrubbed environment (`worker_env`),
 an optional address-space limit and, for a process that runs untrusted code, inside `confine`
@@ -9,6 +10,7 @@ an optional address-space limit and, for a process that runs untrusted code, ins
 namespace, no network). Commands go down a pipe; results come back on a Unix socket (sealed
 memory files for large frames). Frames are JSON headers plus raw tensor bytes (`channel.py`),
 never pickle; what each role sends is a typed model (`protocol.py`, `cuda_build._Report`).
+The simulator workers run trusted code only, so they are not confined.
 """
 
 from __future__ import annotations
@@ -20,15 +22,12 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
 from gauntlet.judge.channel import FrameReader, write_frame
-
-if TYPE_CHECKING:
-    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +170,8 @@ class WorkerHandle:
         except (BrokenPipeError, ConnectionResetError):
             logger.debug("a worker closed its command pipe before reading")
 
-    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[torch.Tensor]]:
-        """The next frame on the result channel (raises the channel's errors)."""
+    def read(self, deadline: float | None) -> tuple[dict[str, Any], list[Any]]:
+        """The next frame on the result channel: its header and its tensors or arrays."""
         return self.reader.read(deadline)
 
     def finish(self, grace_s: float = 0.0) -> process.Finished:
