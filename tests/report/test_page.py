@@ -146,3 +146,15 @@ def test_write_report_paths(tmp_path: Path) -> None:
         write_report(run_dir, tmp_path / "out", bootstrap=FAST_BOOTSTRAP)  # a directory
     with pytest.raises(ConfigError, match="does not exist"):  # bad input: exit 2
         write_report(tmp_path / "nowhere")
+
+
+def test_the_task_table_says_why_a_task_did_not_pass(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path / "run")
+    run.add("t/a", "pass", speedup=1.5)
+    record = run.add("t/b", "agent_error")
+    html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
+    assert "Why not a pass" in html
+    row = html.split('data-task="t/b"')[1].split("</tr>")[0]
+    assert f"<div>{record.reason}</div>" in row
+    passing = html.split('data-task="t/a"')[1].split("</tr>")[0]
+    assert '<td class="reason"></td>' in passing

@@ -116,6 +116,15 @@ def _group_view(number: int, group: GroupScores, anchors: dict[str, str]) -> Gro
     )
 
 
+#: Characters of an attempt's reason shown in the task table (the attempt's page has it all).
+REASON_CHARS = 140
+
+
+def _first_line(reason: str) -> str:
+    line = reason.strip().splitlines()[0] if reason.strip() else ""
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"
+
+
 def render_report(
     run_dir: Path | str,
     *,
@@ -138,6 +147,7 @@ def render_report(
     info = store.info()
     attempts: list[AttemptView] = [attempt_view(store, r) for r in store.attempts()]
     anchors = {view.record.attempt_id: view.anchor for view in attempts}
+    reasons = {view.record.attempt_id: _first_line(view.record.reason) for view in attempts}
     groups = [_group_view(n, group, anchors) for n, group in enumerate(scores.groups)]
     template = environment().get_template("report.html.j2")
     return template.render(
@@ -146,6 +156,7 @@ def render_report(
         groups=groups,
         attempts=attempts,
         anchors=anchors,
+        reasons=reasons,
         specs=METRIC_BY_KEY,
         metric_groups=METRIC_GROUPS,
         overview_keys=OVERVIEW_KEYS,
