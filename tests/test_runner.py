@@ -39,6 +39,7 @@ def test_run_records_every_task_and_agent(fixture_tasks: Path, tmp_path: Path) -
     ]
     assert all(r.status == "pass" for r in records), [r.reason for r in records]
     info = store.info()
+    assert info.state == "finished"
     assert len(info.seed_hash) == 64 and (out / "secret-seed").read_text() == "3"
     assert "torch" in info.environment
     for record in records:
@@ -321,6 +322,7 @@ def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path
     assert "Traceback" not in stderr.decode()
     assert agents_alive() == []
     assert (out / "attempts.jsonl").read_text() == ""  # nothing half made was recorded
+    assert RunStore(out).info().state == "interrupted"
     slow.unlink()
     resumed = subprocess.run(  # noqa: TID251 - the CLI as a user runs it
         [sys.executable, "-m", "gauntlet", "run", "--resume", str(out)],
@@ -331,3 +333,4 @@ def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path
     )
     assert resumed.returncode == 0, resumed.stderr
     assert len(RunStore(out).attempts()) == 3
+    assert RunStore(out).info().state == "finished"

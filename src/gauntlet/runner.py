@@ -183,6 +183,7 @@ def start_run(config: RunConfig, out: Path, progress: Progress | None = None) ->
             seed_hash=seed_hash(secret),
             environment=environment(),
             config=config.model_dump(mode="json", exclude={"seed"}),
+            state="running",
         )
     )
     secret_path = out / SECRET_FILE
@@ -190,6 +191,7 @@ def start_run(config: RunConfig, out: Path, progress: Progress | None = None) ->
     secret_path.chmod(0o600)
     with store.lock():
         _execute(store, jobs, config, secret, progress)
+        store.set_state("finished")
     return store
 
 
@@ -239,7 +241,9 @@ def _resume(
     if again:
         store.supersede(again)
     done = store.done_ids()
+    store.set_state("running")
     _execute(store, [j for j in jobs if j.attempt_id not in done], config, secret, progress)
+    store.set_state("finished")
     return store
 
 
@@ -284,6 +288,7 @@ def _execute(
         with process.stopping():
             pool.shutdown(wait=True)
         logger.warning("run %s interrupted", store.root)
+        store.set_state("interrupted")
         raise RunInterrupted(str(store.root), finished, len(jobs)) from None
     finally:
         pool.shutdown(wait=True)

@@ -38,6 +38,9 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+RunState = Literal["running", "interrupted", "finished"]
+
+
 class RunInfo(BaseModel):
     """`run.json`: how the run was configured and where it ran."""
 
@@ -60,6 +63,9 @@ class RunInfo(BaseModel):
     """Python, library versions, git revision, host, device and driver."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The run's options as given (all but the secret seed), so `--resume` can continue it."""
+    state: RunState | None = None
+    """How the run stands: `running` (or killed while it ran), `interrupted` (stopped with
+    Ctrl-C), `finished` (every planned attempt recorded); None in runs made before it was kept."""
 
 
 class AttemptRecord(BaseModel):
@@ -215,6 +221,17 @@ class RunStore:
         )
         logger.warning("%s", message)
         return message
+
+    def set_state(self, state: RunState) -> None:
+        """Record in `run.json` how the run stands (rewritten whole, then renamed over)."""
+        info = self.info().model_copy(update={"state": state})
+        path = self.root / "run.json"
+        temporary = path.with_suffix(".json.tmp")
+        try:
+            temporary.write_text(info.model_dump_json(indent=2) + "\n")
+            os.replace(temporary, path)
+        except OSError as err:
+            raise RecordError(f"cannot update '{path}': {err}") from err
 
     def append(self, record: AttemptRecord) -> None:
         """Append one attempt and make it durable before returning."""

@@ -11,6 +11,7 @@ from gauntlet.errors import ConfigError, RecordError
 from gauntlet.report import render_report, write_report
 from gauntlet.report.attempts import TRANSCRIPT_LIMIT_CHARS
 from gauntlet.score import score_run
+from gauntlet.store import RunStore
 from tests.report.dom import number_cells, value_cell
 from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
 
@@ -158,3 +159,14 @@ def test_the_task_table_says_why_a_task_did_not_pass(tmp_path: Path) -> None:
     assert f"<div>{record.reason}</div>" in row
     passing = html.split('data-task="t/a"')[1].split("</tr>")[0]
     assert '<td class="reason"></td>' in passing
+
+
+def test_an_unfinished_run_says_so(tmp_path: Path) -> None:
+    run = RunBuilder(tmp_path / "run", task_ids=["t/a", "t/b"])
+    run.add("t/a", "pass", speedup=2.0)
+    run_dir = run.write()
+    RunStore(run_dir).set_state("interrupted")
+    html = render_report(run_dir, bootstrap=FAST_BOOTSTRAP)
+    assert "This run is not finished (it was stopped)" in html
+    RunStore(run_dir).set_state("finished")
+    assert "This run is not finished" not in render_report(run_dir, bootstrap=FAST_BOOTSTRAP)
