@@ -751,3 +751,28 @@ def test_gpu_warm_cache_build_takes_under_two_seconds(gpu_cache: Path) -> None:
     verdict = judge(task, TASK_DIR / "expert", device="cuda:0", seed=5, mode="feedback")
     gate = verdict.gate("build")
     assert verdict.status == "pass" and gate is not None and gate.duration_s < 2.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "refused"),
+    [
+        ('extra_cflags=[""], extra_ldflags=[""]', False),  # as KernelBench's solutions write it
+        ("extra_ldflags=[], extra_include_paths=[' ']", False),
+        ("extra_ldflags=None", False),
+        ('extra_ldflags=["-lcublas"]', True),
+        ('extra_ldflags=["", "/tmp/libmine.so"]', True),
+        ('extra_include_paths=["/usr/local/cuda/include"]', True),
+        ("extra_ldflags=FLAGS", True),  # not written out: anything at run time
+    ],
+)
+def test_flags_that_link_nothing_are_accepted(flags: str, refused: bool) -> None:
+    text = (VARIANTS / "model_new.py").read_text()
+    assert "name=" in text
+    changed = text.replace("name=", f"{flags}, name=", 1)
+    if "FLAGS" in flags:
+        changed = 'FLAGS = ["-lcublas"]\n' + changed
+    found = guard(cuda_task(), changed)
+    if refused:
+        assert found is not None and "links or includes outside code" in found, found
+    else:
+        assert found is None, found

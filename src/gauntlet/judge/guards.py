@@ -799,7 +799,11 @@ def _cuda_findings(tree: ast.Module, allowed: set[str]) -> list[Finding]:
                     findings.append(
                         Finding(node.lineno, node.col_offset, f"'{match.group(0)}': {message}")
                     )
-        elif isinstance(node, ast.keyword) and node.arg in ("extra_ldflags", "extra_include_paths"):
+        elif (
+            isinstance(node, ast.keyword)
+            and node.arg in ("extra_ldflags", "extra_include_paths")
+            and not _no_flags(node.value)
+        ):
             findings.append(
                 Finding(
                     getattr(node.value, "lineno", 0),
@@ -823,6 +827,21 @@ def _cuda_findings(tree: ast.Module, allowed: set[str]) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _no_flags(value: ast.expr) -> bool:
+    """Whether a flags argument is written out as nothing: None, or a list of blank strings.
+
+    KernelBench's published solutions pass `extra_ldflags=[""]`: that links nothing.
+    """
+    if isinstance(value, ast.Constant) and value.value is None:
+        return True
+    if not isinstance(value, ast.List | ast.Tuple):
+        return False
+    return all(
+        isinstance(item, ast.Constant) and isinstance(item.value, str) and not item.value.strip()
+        for item in value.elts
+    )
 
 
 def _module_aliases(tree: ast.Module) -> dict[str, str]:
