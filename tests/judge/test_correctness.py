@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from gauntlet.judge import correctness
+from gauntlet.task import Tolerance
 
 
 def test_any_finite_holds_only_to_the_l2_bound_and_the_special_values() -> None:
@@ -74,3 +76,31 @@ def test_slack_widens_every_element_by_the_baselines_worst_error() -> None:
 def test_an_infinite_baseline_error_gives_no_slack() -> None:
     assert correctness.element_slack(math.inf) == 0.0
     assert correctness.element_slack(0.0) == 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+def test_a_comparison_in_chunks_gives_the_result_of_one_at_once(seed: int, chunk: int) -> None:
+    # Chunks bound the float64 temporaries of a GPU-sized output; they must change nothing:
+    # the count, the first wrong element and its index, the largest errors, the L2 norms.
+    gen = torch.Generator().manual_seed(seed)
+    ref = torch.randn(5, 37, generator=gen, dtype=torch.float64) * 100
+    ref[0, 3] = math.nan
+    ref[1, 5] = math.inf
+    ref[2, 7] = 1e6  # past float16's range: may come back as infinity
+    cand = (ref + torch.randn(5, 37, generator=gen, dtype=torch.float64) * 1e-3).to(torch.float16)
+    if seed % 2:
+        cand[3, 11 + seed] = 7.0  # one wrong element, after a chunk boundary or two
+        cand[4, 2] = math.nan
+    tol = Tolerance(atol=0.05, rtol=0.01)
+    whole = correctness.compare(cand, ref, tol, 1e-2, "out", chunk_elements=ref.numel())
+    parts = correctness.compare(cand, ref, tol, 1e-2, "out", chunk_elements=chunk)
+    assert (parts.ok, parts.reason) == (whole.ok, whole.reason)
+    assert parts.match_fraction == whole.match_fraction
+    assert parts.max_abs_err == whole.max_abs_err and parts.max_rel_err == whole.max_rel_err
+    assert parts.rel_l2_err == pytest.approx(whole.rel_l2_err, rel=1e-12)
+
+
+def test_the_chunk_is_sized_to_the_memory_there_is() -> None:
+    assert correctness._chunk_elements("cpu", 10) == 10
+    assert correctness._chunk_elements("cpu", 1 << 40) == correctness.HOST_CHUNK_ELEMENTS

@@ -61,6 +61,15 @@ def tolerance_for(spec: ToleranceSpec, dtype: str) -> Tolerance:
     return spec.dtypes[dtype]
 
 
+#: Bytes of float64 temporaries the comparison holds per element of a chunk (about ten
+#: float64 and six boolean arrays of the chunk's size).
+COMPARE_BYTES_PER_ELEMENT = 96
+#: Elements compared at once on the host (about 1.5 GiB of temporaries).
+HOST_CHUNK_ELEMENTS = 1 << 24
+#: Share of the GPU's free memory the comparison's temporaries may take.
+DEVICE_MEMORY_SHARE = 0.5
+
+
 def compare(
     candidate: torch.Tensor,
     reference: torch.Tensor,
@@ -70,22 +79,103 @@ def compare(
     device: str = "cpu",
     *,
     slack: float = 0.0,
+    chunk_elements: int | None = None,
 ) -> Comparison:
     """Element-wise atol/rtol check plus the relative L2 bound, all in float64, on `device`.
 
     GPU-sized outputs are compared on the GPU being judged: on the host, the float64
-    temporaries of a 10^8-element output cost seconds per trial. `slack` widens every
-    element's tolerance (`element_slack`). An exact value beyond the output dtype's range may
-    come back as the infinity it rounds to, or as a finite value within the tolerance.
+    temporaries of a 10^8-element output cost seconds per trial. They are compared in chunks
+    (`chunk_elements`, else sized to the free memory: a 4096 x 393216 float32 output, as in
+    KernelBench's softmax, ran an 80 GB GPU out of memory whole), with the same result as at
+    once. `slack` widens every element's tolerance (`element_slack`). An exact value beyond
+    the output dtype's range may come back as the infinity it rounds to, or as a finite value
+    within the tolerance.
     """
+    flat_cand = candidate.reshape(-1)
+    flat_ref = reference.reshape(-1)
+    total = flat_ref.numel()
+    step = chunk_elements or _chunk_elements(device, total)
+    tally = _Tally()
+    for start in range(0, max(total, 1), max(step, 1)):
+        _compare_chunk(
+            flat_cand[start : start + step],
+            flat_ref[start : start + step],
+            candidate.dtype,
+            tol,
+            slack,
+            device,
+            start,
+            tally,
+        )
+    match_fraction = tally.within / max(total, 1)
+    num, denom = tally.err_norm, tally.ref_norm
+    rel_l2 = (num / denom if denom > 0 else num) if math.isfinite(num) else math.inf
+    if tally.first_bad is not None:
+        bad, expected, found = tally.first_bad
+        index = tuple(int(i) for i in _unravel(bad, tuple(reference.shape)))
+        kind = "non-finite value" if not math.isfinite(found) else "mismatch"
+        wrong = max(total, 1) - tally.within
+        reason = (
+            f"{what}: {kind} at index {list(index)}: expected {expected:.6g}, found {found:.6g} "
+            f"(atol {tol.atol:g}, rtol {tol.rtol:g}{f', slack {slack:.3g}' if slack else ''}); "
+            f"{wrong} of {max(total, 1)} elements wrong"
+        )
+        return Comparison(
+            False, reason, tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction
+        )
+    if rel_l2 > l2_bound:
+        reason = (
+            f"{what}: relative L2 error {rel_l2:.3g} is above the bound {l2_bound:.3g} "
+            "(the baseline's own error times the task's margin): lower precision than allowed?"
+        )
+        return Comparison(
+            False, reason, tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction
+        )
+    return Comparison(True, "", tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction)
+
+
+@dataclass
+class _Tally:
+    """What the chunks of a comparison add up to."""
+
+    within: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    ref_norm: float = 0.0
+    err_norm: float = 0.0
+    """L2 norms so far, combined chunk by chunk with `math.hypot` (no overflow of squares)."""
+    first_bad: tuple[int, float, float] | None = None
+    """The first wrong element: its flat index, expected and found values."""
+
+
+def _chunk_elements(device: str, total: int) -> int:
+    """How many elements to compare at once: all when they fit, else what the memory allows."""
+    import torch
+
+    if device.startswith(("cuda", "rocm")) and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        fits = int(free * DEVICE_MEMORY_SHARE) // COMPARE_BYTES_PER_ELEMENT
+        return max(1 << 20, min(total, fits))
+    return min(max(total, 1), HOST_CHUNK_ELEMENTS)
+
+
+def _compare_chunk(
+    candidate: torch.Tensor,
+    reference: torch.Tensor,
+    dtype: torch.dtype,
+    tol: Tolerance,
+    slack: float,
+    device: str,
+    offset: int,
+    tally: _Tally,
+) -> None:
     import torch
 
     cand = candidate.to(device=device, dtype=torch.float64)
     ref = reference.to(device=device, dtype=torch.float64)
-    total = max(ref.numel(), 1)
     ref_finite = torch.isfinite(ref)
     cand_finite = torch.isfinite(cand)
-    overflow = rounds_to_infinity(ref, candidate.dtype)
+    overflow = rounds_to_infinity(ref, dtype)
     # Non-finite values must match exactly where the reference has them; NaN or Inf anywhere
     # else is wrong whatever the tolerance.
     same_special = (~ref_finite) & ((cand.isnan() & ref.isnan()) | (cand == ref))
@@ -95,36 +185,19 @@ def compare(
     within |= overflow & (cand == ref.sign() * math.inf)
     # Overflowing elements are judged above; in the norms an infinity would drown the rest.
     ref_finite &= ~overflow
-    match_fraction = float(within.sum()) / total
+    tally.within += int(within.sum())
     finite_both = ref_finite & cand_finite
-    max_abs = float(diff[finite_both].max()) if bool(finite_both.any()) else 0.0
-    rel = diff / ref.abs().clamp_min(1e-30)
-    max_rel = float(rel[finite_both].max()) if bool(finite_both.any()) else 0.0
+    if bool(finite_both.any()):
+        tally.max_abs = max(tally.max_abs, float(diff[finite_both].max()))
+        rel = diff / ref.abs().clamp_min(1e-30)
+        tally.max_rel = max(tally.max_rel, float(rel[finite_both].max()))
     ref_f = torch.where(ref_finite, ref, torch.zeros_like(ref))
     cand_f = torch.where(ref_finite, cand, torch.zeros_like(cand))
-    denom = float(torch.linalg.vector_norm(ref_f))
-    num = float(torch.linalg.vector_norm(cand_f - ref_f))
-    rel_l2 = (num / denom if denom > 0 else num) if math.isfinite(num) else math.inf
-    if not bool(within.all()):
-        bad = (~within).reshape(-1).nonzero()[0].item()
-        index = tuple(int(i) for i in _unravel(int(bad), tuple(ref.shape)))
-        expected = float(ref.reshape(-1)[int(bad)])
-        found = float(cand.reshape(-1)[int(bad)])
-        kind = "non-finite value" if not math.isfinite(found) else "mismatch"
-        wrong = total - int(within.sum())
-        reason = (
-            f"{what}: {kind} at index {list(index)}: expected {expected:.6g}, found {found:.6g} "
-            f"(atol {tol.atol:g}, rtol {tol.rtol:g}{f', slack {slack:.3g}' if slack else ''}); "
-            f"{wrong} of {total} elements wrong"
-        )
-        return Comparison(False, reason, max_abs, max_rel, rel_l2, l2_bound, match_fraction)
-    if rel_l2 > l2_bound:
-        reason = (
-            f"{what}: relative L2 error {rel_l2:.3g} is above the bound {l2_bound:.3g} "
-            "(the baseline's own error times the task's margin): lower precision than allowed?"
-        )
-        return Comparison(False, reason, max_abs, max_rel, rel_l2, l2_bound, match_fraction)
-    return Comparison(True, "", max_abs, max_rel, rel_l2, l2_bound, match_fraction)
+    tally.ref_norm = math.hypot(tally.ref_norm, float(torch.linalg.vector_norm(ref_f)))
+    tally.err_norm = math.hypot(tally.err_norm, float(torch.linalg.vector_norm(cand_f - ref_f)))
+    if tally.first_bad is None and within.numel() and not bool(within.all()):
+        bad = int((~within).nonzero()[0].item())
+        tally.first_bad = (offset + bad, float(ref[bad]), float(cand[bad]))
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
