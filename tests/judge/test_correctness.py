@@ -102,5 +102,24 @@ def test_a_comparison_in_chunks_gives_the_result_of_one_at_once(seed: int, chunk
 
 
 def test_the_chunk_is_sized_to_the_memory_there_is() -> None:
-    assert correctness._chunk_elements("cpu", 10) == 10
-    assert correctness._chunk_elements("cpu", 1 << 40) == correctness.HOST_CHUNK_ELEMENTS
+    assert correctness.elements_per_chunk("cpu", 10) == 10
+    assert correctness.elements_per_chunk("cpu", 1 << 40) == correctness.HOST_CHUNK_ELEMENTS
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 20])
+def test_the_reference_workers_baseline_error_is_the_same_in_chunks(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gauntlet.judge import worker
+
+    gen = torch.Generator().manual_seed(7)
+    ref = torch.randn(9, 13, generator=gen, dtype=torch.float64) * 50
+    ref[1, 1] = 1e6  # past float16's range: skipped
+    base = (ref + torch.randn(9, 13, generator=gen, dtype=torch.float64) * 1e-2).to(torch.float16)
+    whole = worker._errors(base, ref)
+    monkeypatch.setattr(worker, "elements_per_chunk", lambda device, total: chunk)
+    parts = worker._errors(base, ref)
+    assert parts[1] == whole[1]
+    assert parts[0] == pytest.approx(whole[0], rel=1e-12)
+    base[2, 2] = math.nan
+    assert worker._errors(base, ref)[0] == math.inf

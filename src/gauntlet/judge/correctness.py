@@ -94,7 +94,7 @@ def compare(
     flat_cand = candidate.reshape(-1)
     flat_ref = reference.reshape(-1)
     total = flat_ref.numel()
-    step = chunk_elements or _chunk_elements(device, total)
+    step = chunk_elements or elements_per_chunk(device, total)
     tally = _Tally()
     for start in range(0, max(total, 1), max(step, 1)):
         _compare_chunk(
@@ -148,7 +148,7 @@ class _Tally:
     """The first wrong element: its flat index, expected and found values."""
 
 
-def _chunk_elements(device: str, total: int) -> int:
+def elements_per_chunk(device: str, total: int) -> int:
     """How many elements to compare at once: all when they fit, else what the memory allows."""
     import torch
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from gauntlet.judge import protocol, timing
 from gauntlet.judge.channel import FrameReader, write_frame
+from gauntlet.judge.correctness import elements_per_chunk
 from gauntlet.judge.overflow import rounds_to_infinity
 
 if TYPE_CHECKING:
@@ -122,23 +123,31 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 def _errors(candidate: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
     """The relative L2 error and the largest element-wise error of `candidate`.
 
-    On the reference's device: on the host, GPU-sized outputs cost seconds a trial. Values past
-    the candidate dtype's range are skipped (their rounded infinity is no error of the code); a
-    NaN or Inf elsewhere makes the L2 error infinite and is left out of the largest error.
+    On the reference's device: on the host, GPU-sized outputs cost seconds a trial. In chunks
+    sized to the free memory (`correctness.elements_per_chunk`), as the judge's comparison, so a
+    GPU-sized output's float64 temporaries fit. Values past the candidate dtype's range are
+    skipped (their rounded infinity is no error of the code); a NaN or Inf elsewhere makes the
+    L2 error infinite and is left out of the largest error.
     """
     import torch
 
-    ref = reference.detach().to(torch.float64)
-    diff = candidate.detach().to(device=ref.device, dtype=torch.float64) - ref
-    past = rounds_to_infinity(ref, candidate.dtype)
-    if bool(past.any()):
-        ref = torch.where(past, 0.0, ref)
-        diff = torch.where(past, 0.0, diff)
-    denom = float(torch.linalg.vector_norm(ref))
-    num = float(torch.linalg.vector_norm(diff))
+    flat_ref = reference.detach().reshape(-1)
+    flat_cand = candidate.detach().reshape(-1)
+    step = max(elements_per_chunk(str(flat_ref.device), flat_ref.numel()), 1)
+    num = denom = max_abs = 0.0
+    for start in range(0, flat_ref.numel(), step):
+        ref = flat_ref[start : start + step].to(torch.float64)
+        diff = flat_cand[start : start + step].to(device=ref.device, dtype=torch.float64) - ref
+        past = rounds_to_infinity(ref, candidate.dtype)
+        if bool(past.any()):
+            ref = torch.where(past, 0.0, ref)
+            diff = torch.where(past, 0.0, diff)
+        denom = math.hypot(denom, float(torch.linalg.vector_norm(ref)))
+        num = math.hypot(num, float(torch.linalg.vector_norm(diff)))
+        finite = torch.isfinite(diff)
+        if bool(finite.any()):
+            max_abs = max(max_abs, float(diff[finite].abs().max()))
     rel_l2 = math.inf if math.isnan(num) else (num / denom if denom > 0 else num)
-    finite = torch.isfinite(diff)
-    max_abs = float(diff[finite].abs().max()) if bool(finite.any()) else 0.0
     return rel_l2, max_abs
 
 
