@@ -17,7 +17,7 @@ import pytest
 from gauntlet import settings
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
-from gauntlet.runner import RunConfig, resume_run, start_run
+from gauntlet.runner import RunConfig, plan_run, resume_run, start_run
 from gauntlet.store import RunStore
 from tests.support.fixtures import TASKS
 
@@ -334,3 +334,35 @@ def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path
     assert resumed.returncode == 0, resumed.stderr
     assert len(RunStore(out).attempts()) == 3
     assert RunStore(out).info().state == "finished"
+
+
+def test_a_cli_agent_run_against_a_dead_base_url_fails_before_anything_runs(
+    fixture_tasks: Path, tmp_path: Path
+) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dead = ModelSettings(model="m", base_url=f"http://127.0.0.1:{port}/v1")
+    config = RunConfig(agents=["generic:sandbox=none:true"], device="cpu", model=dead)
+    with pytest.raises(ConfigError, match="agent 'generic' cannot reach its model: the endpoint"):
+        start_run(config, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the handler's name in http.server
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        alive = ModelSettings(model="m", base_url=f"http://127.0.0.1:{server.server_port}/v1")
+        jobs, _ = plan_run(config.model_copy(update={"model": alive}))  # a 404 is an answer
+        assert jobs
+    finally:
+        server.shutdown()

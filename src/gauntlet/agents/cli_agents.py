@@ -35,7 +35,14 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from gauntlet import process, sandbox
-from gauntlet.agents.base import AgentContext, AgentResult, AgentStatus, Usage, agent
+from gauntlet.agents.base import (
+    AgentContext,
+    AgentResult,
+    AgentStatus,
+    ModelSettings,
+    Usage,
+    agent,
+)
 from gauntlet.agents.llm import PriceTable
 from gauntlet.agents.options import flag, parse_options
 from gauntlet.agents.tools import Toolbox
@@ -485,6 +492,21 @@ class CLIAgent:
         if problem is not None:
             raise ConfigError(f"agent '{self.name}' cannot use sandbox '{kind}': {problem}")
 
+    def preflight(self, model: ModelSettings) -> None:
+        """Check, before a run's first attempt, that an endpoint given with `--base-url` answers.
+
+        (The binary and the key are checked when the agent is made; a vendor's own endpoint is
+        not probed, since the machine may reach it only through the agent's own settings.)
+
+        Raises:
+            ConfigError: The endpoint does not answer.
+        """
+        if not model.base_url:
+            return
+        problem = endpoint_problem(model.base_url)
+        if problem is not None:
+            raise ConfigError(f"agent '{self.name}' cannot reach its model: {problem}")
+
     def run(self, ctx: AgentContext) -> AgentResult:
         """Run the agent until it exits or its budget runs out; the workspace is the result."""
         home = Path(tempfile.mkdtemp(prefix="gauntlet-home-"))
@@ -692,6 +714,25 @@ class _Watch:
         """Close the transcript."""
         with self._lock:
             self._handle.close()
+
+
+#: Seconds the pre-flight check waits for an endpoint to answer.
+PREFLIGHT_TIMEOUT_S = 10.0
+
+
+def endpoint_problem(url: str, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> str | None:
+    """None when something answers HTTP at `url` (any status), else why not."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered, with an error status: a server is there
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        reason = getattr(err, "reason", err)
+        return f"the endpoint {url} does not answer ({reason})"
 
 
 def _sandbox_from(agent_name: str, options: dict[str, str]) -> sandbox.SandboxSpec:
