@@ -388,9 +388,9 @@ def _run_agent(job: Job, ctx: AgentContext) -> AgentResult:
     result = run_in_child(job.agent, ctx)
     if result.status == "error":
         logger.warning("agent %s failed on %s: %s", job.agent, job.attempt_id, result.message)
-    if result.sandbox is None:
-        # A child killed at its budget reports nothing: its sandbox is the agent's, resolved
-        # here as the child resolved it.
+    if result.sandbox is None and result.status in ("timeout", "error"):
+        # A child killed at its budget, or dead, reports nothing: its sandbox is the agent's,
+        # resolved here as the child resolved it (agents that start no process have none).
         kind = getattr(make_agent(job.agent), "sandbox_kind", None)
         result = result.model_copy(update={"sandbox": kind})
     return result

@@ -179,8 +179,9 @@ def resolve(kind: str) -> tuple[str, str]:
     Every kind but `auto` stands for itself. `auto` is the first of `AUTO_ORDER` that works,
     else `none`, with the note saying why each failed (a warning is logged once).
     """
+    if kind not in SANDBOX_KINDS:
+        raise ConfigError(f"unknown sandbox '{kind}' (known: {', '.join(SANDBOX_KINDS)})")
     if kind != "auto":
-        availability(kind)  # raises ConfigError on an unknown kind
         return kind, ""
     problems = []
     for candidate in AUTO_ORDER:

@@ -7,10 +7,9 @@ import time
 from pathlib import Path
 
 from gauntlet.judge import protocol
-from gauntlet.judge.backend import BuildResult, EvalRequest
 from gauntlet.judge.python_backend import _Evaluation, _Worker
 from gauntlet.task import load_task
-from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request
+from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request, eval_request
 
 
 def _reference_worker(tmp_path: Path) -> _Worker:
@@ -44,16 +43,7 @@ def test_both_workers_of_a_cuda_task_load_the_prebuilt_units(tmp_path: Path) -> 
     # The reference worker runs the task's CUDA baseline: without the build's manifest it
     # compiled the baseline again on every judgment (24 s on an H200 for cuda2cuda/matmul).
     task = load_task(TASKS / "cuda2cuda" / "scale_add_cuda")
-    request = EvalRequest(
-        task=task,
-        build=BuildResult(True, artifact=tmp_path),
-        configs=task.visible_configs,
-        device="cuda:0",
-        seed=3,
-        mode="final",
-        timed=True,
-        workdir=tmp_path,
-    )
+    request = eval_request(task, tmp_path, tmp_path, device="cuda:0", seed=3)
     evaluation = _Evaluation(request)
     for role in ("reference", "candidate"):
         assert evaluation._request(role, evaluation.states).prebuilt == str(tmp_path)

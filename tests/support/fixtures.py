@@ -21,15 +21,23 @@ def with_spec(task: Task, **changes: Any) -> Task:
     return task.model_copy(update={"spec": task.spec.model_copy(update=changes)})
 
 
-def cpu_request(task: Task, submission_dir: Path, workdir: Path) -> EvalRequest:
-    """An untimed evaluation of the task's visible configs on the CPU, built files as they are."""
+def eval_request(
+    task: Task, artifact: Path, workdir: Path, *, device: str = "cpu", seed: int = 1
+) -> EvalRequest:
+    """An evaluation of the task's visible configs from built files as they are (timed on a
+    GPU); only built, so a test can inspect it without starting a worker."""
     return EvalRequest(
         task=task,
-        build=BuildResult(True, artifact=submission_dir),
+        build=BuildResult(True, artifact=artifact),
         configs=task.visible_configs,
-        device="cpu",
-        seed=1,
+        device=device,
+        seed=seed,
         mode="final",
-        timed=False,
+        timed=device.startswith("cuda"),
         workdir=workdir,
     )
+
+
+def cpu_request(task: Task, submission_dir: Path, workdir: Path) -> EvalRequest:
+    """An untimed evaluation of the task's visible configs on the CPU, built files as they are."""
+    return eval_request(task, submission_dir, workdir)
