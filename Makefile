@@ -40,3 +40,15 @@ lint: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The real CLI agents, for the tests that drive them (tests/agents/test_real_clients.py) and
+# for `--agent claude-code|codex|aider` without a global install: Claude Code and Codex CLI from
+# npm under .clients/node_modules, aider in its own virtual environment .clients/aider.
+CLIENTS ?= .clients
+.PHONY: clients
+clients:
+	npm install --prefix $(CLIENTS) --no-fund --no-audit --loglevel error \
+		@anthropic-ai/claude-code @openai/codex
+	$(PYTHON) -m venv $(CLIENTS)/aider
+	$(CLIENTS)/aider/bin/python -m pip install --quiet --upgrade pip
+	$(CLIENTS)/aider/bin/python -m pip install --quiet aider-chat
