@@ -22,9 +22,9 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from gauntlet._cli import agents, devices, evaluate, report, run, tasks
+    from gauntlet._cli import agents, devices, evaluate, importers, report, run, tasks
 
-    for module in (tasks, evaluate, run, report, agents, devices):
+    for module in (tasks, evaluate, run, report, agents, devices, importers):
         module.register(app)
 
 

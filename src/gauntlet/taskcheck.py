@@ -3,6 +3,9 @@
 - the baseline passes every config (it agrees with the float64 reference);
 - the reference's output is not constant, not near zero, and changes with every input;
 - a zero output and an identity output (an input returned as the output) both fail;
+- the degeneracy gate, per visible config and distribution: no zeros, identity or constant
+  answer passes, the output moves when the inputs are redrawn, every input has an effect
+  beyond the tolerance (`gauntlet.importers.degeneracy`);
 - the expert solution, where shipped, passes every config and beats the baseline where timed;
 - the fixed hidden configs reach the extremes of the hidden domain (`domain_reach`): a kernel
   that only handles part of the declared sizes, dtypes or choices fails a fixed config.
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from gauntlet import devices, expr
+from gauntlet.importers import degeneracy
 from gauntlet.judge import correctness, judge
 from gauntlet.judge.seeds import derive_seed
 from gauntlet.task import ITEMSIZE, Config, Domain, ParamValue, Task
@@ -43,6 +47,9 @@ REACH = 0.1
 
 #: Name of the domain check's result.
 DOMAIN_CHECK = "hidden configs reach the domain's extremes"
+
+#: Name of the degeneracy gate's result (`gauntlet.importers.degeneracy`).
+DEGENERACY_CHECK = "no answer that does no work passes"
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,9 @@ def check_task(task: Task, device: str | None = None) -> list[CheckResult]:
         return [reach, skip]
     results = [reach, _judged(task, "baseline passes", task.baseline_files(), chosen)]
     results += reference_checks(task)
+    if task.spec.submission.language != "asm":
+        gate = degeneracy_gate(task)
+        results.append(CheckResult(DEGENERACY_CHECK, not gate.degenerate, gate.summary()))
     expert = task.expert_files()
     if expert is not None:
         expert_result = _judged(task, "expert passes", expert, chosen)
@@ -294,6 +304,14 @@ def reference_checks(task: Task) -> list[CheckResult]:
     overflow = _overflowing_outputs(task, draw, reference)
     results.append(CheckResult("output fits its dtype", not overflow, "; ".join(overflow[:6])))
     return results
+
+
+def degeneracy_gate(task: Task) -> degeneracy.GateResult:
+    """The degeneracy gate on a Python task's visible configs, every distribution, this CPU."""
+    draw, reference = _python_reference(task)
+    return degeneracy.gate(
+        task, draw, reference, lambda c: derive_seed(CHECK_SEED, task.task_id, c.name)
+    )
 
 
 def _overflowing_outputs(task: Task, draw: Draw, reference: Reference) -> list[str]:

@@ -1,0 +1,86 @@
+"""`gauntlet import`: turn another benchmark's problems into task folders."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from gauntlet import settings
+from gauntlet._cli.output import out
+from gauntlet.errors import ConfigError
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `import` command group."""
+    group = typer.Typer(help="Import another benchmark's problems as tasks.", no_args_is_help=True)
+    group.command("kernelbench")(kernelbench)
+    app.add_typer(group, name="import")
+
+
+def _numbers(text: str | None, option: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"{option} takes numbers separated by commas, not '{text}'") from None
+
+
+def _id_prefix(folder: Path) -> str:
+    """The folder's path under the tasks root (where `gauntlet tasks` finds them), else its name."""
+    resolved = folder.resolve()
+    root = settings.TASKS_DIR.resolve()
+    prefix = resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else folder.name
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_\-]*(/[a-z0-9][a-z0-9_\-]*)*", prefix):
+        raise ConfigError(
+            f"'{prefix}' cannot start a task id (lowercase letters, digits, '_' and '-'); "
+            "choose another --out"
+        )
+    return prefix
+
+
+def kernelbench(
+    path: Path = typer.Argument(..., help="A KernelBench checkout (or its KernelBench/ folder)."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Where the task folders go."),
+    levels: str = typer.Option("1,2,3", "--levels", help="Levels, e.g. 1,2."),
+    ids: str = typer.Option(None, "--ids", help="Problem numbers, e.g. 1,19,23 (default: all)."),
+    track: str = typer.Option("torch2cuda", "--track", help="torch2cuda or torch2triton."),
+    max_mb: float = typer.Option(2048, "--max-mb", help="Cap on a config's compulsory MiB."),
+    max_gflop: float = typer.Option(1000, "--max-gflop", help="Cap on a config's GFLOP."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Problems analysed at once."),
+) -> None:
+    """Import KernelBench problems; writes import_report.json beside the tasks."""
+    from gauntlet.importers import ImportOptions, import_kernelbench
+
+    if not path.is_dir():
+        raise ConfigError(f"'{path}' is not a folder; give a KernelBench checkout")
+    options = ImportOptions(
+        levels=_numbers(levels, "--levels") or [],
+        ids=_numbers(ids, "--ids"),
+        track=track,
+        id_prefix=_id_prefix(out_dir),
+        max_bytes=int(max_mb * 2**20),
+        max_flops=max_gflop * 1e9,
+        jobs=jobs,
+    )
+    report = import_kernelbench(
+        path,
+        out_dir,
+        options,
+        on_problem=lambda p: out.print(
+            f"{p.problem}: {p.outcome}" + (f" ({escape(p.reason)})" if p.reason else "")
+        ),
+    )
+    table = Table(title=f"KernelBench import into {out_dir}")
+    table.add_column("outcome")
+    table.add_column("problems", justify="right")
+    for outcome, count in report.counts().items():
+        table.add_row(outcome, str(count))
+    out.print(table)
+    for reason, count in report.reasons().items():
+        out.print(f"  refused {count}: {escape(reason)}")
+    out.print(f"report: {out_dir / 'import_report.json'}")

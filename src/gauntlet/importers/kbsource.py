@@ -1,0 +1,218 @@
+"""KernelBench problem files read as text: their constants, and the code rewritten around them.
+
+This module never runs a problem. It parses the file (`ast`), finds the module constants a
+config may rebind, and writes the problem's code inside one function, `_problem(constants...)`,
+so that re-running the whole module with other constants is a function call: the model, its
+helper classes and `get_inputs` read the constants as closure variables, derived assignments
+(`input_shape = (num_classes,)`, `groups = in_channels`) are recomputed, and globals read
+inside the model (KernelBench L2/83 reads `min_value` in `forward`) keep working.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gauntlet.errors import ConfigError
+
+#: Names every KernelBench problem file defines.
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+
+#: Modules a problem may import: those the judge's guards let a PyTorch baseline import (the
+#: reference is the baseline of a torch2* task, so it must pass them).
+IMPORTABLE = frozenset(
+    {"torch", "torch.nn", "torch.nn.functional", "math", "typing", "functools", "itertools",
+     "operator", "dataclasses", "enum", "collections", "__future__"}
+)  # fmt: skip
+
+
+#: The arithmetic a constant's literal expression may use.
+_OPERATORS: dict[type[ast.operator], Callable[[int | float, int | float], int | float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+}
+
+
+class ProblemRefused(ConfigError):
+    """A problem file the importer cannot turn into a task; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class ProblemSource:
+    """A problem file, parsed."""
+
+    imports: list[str]
+    """The top-level import statements, as written."""
+    constants: dict[str, int | float]
+    """Module constants a config may rebind, in file order, with their shipped values."""
+    body: list[str]
+    """Every other top-level statement, as source, in file order."""
+    forward_args: list[str]
+    """Names of `Model.forward`'s parameters after `self`."""
+
+
+def parse_problem(text: str, name: str) -> ProblemSource:
+    """Read a KernelBench problem file; raises ProblemRefused naming what does not fit."""
+    try:
+        tree = ast.parse(text, filename=name)
+    except SyntaxError as err:
+        raise ProblemRefused(f"not valid Python: {err.msg} (line {err.lineno})") from err
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    missing = [r for r in REQUIRED if r not in defined]
+    if missing:
+        raise ProblemRefused(f"defines no {', '.join(missing)}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            raise ProblemRefused("uses a global or nonlocal statement")
+    assigned: dict[str, int] = {}
+    for node in tree.body:
+        for target in _targets(node):
+            assigned[target] = assigned.get(target, 0) + 1
+    imports: list[str] = []
+    constants: dict[str, int | float] = {}
+    body: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            )
+            outside = [m for m in modules if m not in IMPORTABLE]
+            if outside:
+                raise ProblemRefused(
+                    f"imports {', '.join(str(m) for m in outside)}, which a PyTorch baseline may "
+                    "not import under the judge's guards"
+                )
+            imports.append(ast.unparse(node))
+            continue
+        found = _literal_constants(node)
+        # A name assigned twice is state, not a constant: it stays in the code as written.
+        if found and all(assigned[k] == 1 for k in found):
+            constants.update(found)
+            continue
+        shape = _literal_tuple(node)
+        if shape is not None and assigned[shape[0]] == 1:
+            # `input_shape = (32768,)`: each element a constant of its own (`input_shape_0`),
+            # so sizes inside tuples are reduced and varied with the others.
+            name, values = shape
+            elements = {f"{name}_{i}": v for i, v in enumerate(values)}
+            if not set(elements) & (set(assigned) | set(constants)):
+                constants.update(elements)
+                body.append(f"{name} = ({', '.join(elements)},)")
+                continue
+        body.append(ast.unparse(node))
+    model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    forward = next(
+        (n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None
+    )
+    if forward is None:
+        raise ProblemRefused("Model defines no forward")
+    args = forward.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise ProblemRefused("Model.forward takes *args, **kwargs or keyword-only arguments")
+    return ProblemSource(
+        imports=imports,
+        constants=constants,
+        body=body,
+        forward_args=[a.arg for a in args.args[1:]],
+    )
+
+
+def _targets(node: ast.stmt) -> list[str]:
+    names: list[str] = []
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return names
+
+
+def _literal_constants(node: ast.stmt) -> dict[str, int | float]:
+    """`name = 16`, `M = 1024 * 2`, `a, b = 3, 4`, `h = w = 256`: the names and numbers.
+
+    Booleans are not numbers here. Each name of a chained assignment is a constant of its own.
+    """
+    if not isinstance(node, ast.Assign):
+        return {}
+    if len(node.targets) > 1:
+        number = _number(node.value)
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if number is None or len(names) != len(node.targets):
+            return {}
+        return dict.fromkeys(names, number)
+    target, value = node.targets[0], node.value
+    if isinstance(target, ast.Name):
+        number = _number(value)
+        return {} if number is None else {target.id: number}
+    if (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+        and all(isinstance(t, ast.Name) for t in target.elts)
+    ):
+        numbers = [_number(v) for v in value.elts]
+        if any(n is None for n in numbers):
+            return {}
+        return {t.id: n for t, n in zip(target.elts, numbers, strict=True)}  # type: ignore[attr-defined,misc]
+    return {}
+
+
+def _literal_tuple(node: ast.stmt) -> tuple[str, list[int | float]] | None:
+    """`name = (a, b)` of number literals: the name and the numbers."""
+    if not (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Tuple)
+        and node.value.elts
+    ):
+        return None
+    numbers = [_number(v) for v in node.value.elts]
+    if any(n is None for n in numbers):
+        return None
+    return node.targets[0].id, [n for n in numbers if n is not None]
+
+
+def _number(node: ast.expr) -> int | float | None:
+    """The value of an arithmetic expression of number literals, else None."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        inner = _number(node.operand)
+        if inner is None:
+            return None
+        return -inner if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.BinOp) and isinstance(
+        node.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.Pow
+    ):
+        left, right = _number(node.left), _number(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Pow) and (not isinstance(right, int) or abs(right) > 64):
+            return None
+        if isinstance(node.op, ast.FloorDiv) and right == 0:
+            return None
+        result: int | float = _OPERATORS[type(node.op)](left, right)
+        return result
+    return None
+
+
+def problem_function(source: ProblemSource) -> str:
+    """The problem's code as `_problem(constants...)`, returning its three entry points."""
+    params = ", ".join(source.constants)
+    lines = "\n".join(source.body)
+    returned = "return Model, get_inputs, get_init_inputs"
+    inner = textwrap.indent(f"{lines}\n{returned}", "    ")
+    return f"def _problem({params}):\n{inner}\n"
+
+
+def module_text(source: ProblemSource) -> str:
+    """The imports and `_problem`: what the analysis runs, and the start of reference.py."""
+    imports = "\n".join(source.imports)
+    return f"{imports}\n\n\n{problem_function(source)}"

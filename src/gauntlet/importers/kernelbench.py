@@ -1,0 +1,244 @@
+"""`gauntlet import kernelbench`: KernelBench problem files to ordinary task folders.
+
+For each problem: parse it (`kbsource`, no execution here); analyse it in a child process
+(`kbprobe analyze`, through `gauntlet.process`); write the task (`kbwrite`); load and check it
+in a child process (`kbprobe check`: the reference checks and the degeneracy gate); then
+rewrite what the gate finds where a rewrite keeps the problem's meaning (drop a distribution
+under which the problem is degenerate or leaves its domain; fix at zero a parameter without
+effect) or refuse the problem, saying why. The report lists every problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from gauntlet import process
+from gauntlet.errors import ConfigError
+from gauntlet.importers import degeneracy
+from gauntlet.importers.kbprobe import Analysis, AnalyzeRequest, CheckReport, CheckRequest
+from gauntlet.importers.kbsource import ProblemRefused, module_text, parse_problem
+from gauntlet.importers.kbwrite import TaskPlan, write_task
+from gauntlet.importers.report import ImportReport, Outcome, ProblemReport
+
+logger = logging.getLogger(__name__)
+
+#: The input distributions an imported task starts with (KernelBench draws U[0, 1) only).
+DISTRIBUTIONS = ("normal", "uniform")
+#: KernelBench levels this importer reads (level 4 downloads Hugging Face models).
+LEVELS = (1, 2, 3)
+#: Rounds of check and rewrite before a problem still degenerate is refused.
+REWRITE_ROUNDS = 4
+#: Largest result a probe may write.
+RESULT_LIMIT_BYTES = 8 << 20
+
+Result = TypeVar("Result", bound=BaseModel)
+
+
+class ImportOptions(BaseModel):
+    """How to import."""
+
+    levels: list[int] = list(LEVELS)
+    ids: list[int] | None = None
+    """Problem numbers to import (None: all of the levels)."""
+    track: str = "torch2cuda"
+    id_prefix: str = "kb"
+    """Task ids are `<id_prefix>/l<level>/<number>_<name>`."""
+    max_bytes: int = 2 << 30
+    """Cap on a config's compulsory bytes; sizes are halved until the first config fits."""
+    max_flops: float = 1e12
+    timeout_s: float = 600.0
+    """Time limit of each probe."""
+    jobs: int = 1
+
+
+def problem_files(
+    root: Path, levels: Sequence[int], ids: Sequence[int] | None
+) -> list[tuple[int, Path]]:
+    """The problem files under a KernelBench checkout (or its `KernelBench/` folder)."""
+    base = root / "KernelBench" if (root / "KernelBench").is_dir() else root
+    found = []
+    for level in levels:
+        folder = base / f"level{level}"
+        if not folder.is_dir():
+            raise ConfigError(
+                f"no folder 'level{level}' under '{base}'; give a KernelBench checkout"
+            )
+        for path in sorted(folder.glob("*.py"), key=_number):
+            if ids is None or _number(path) in ids:
+                found.append((level, path))
+    return found
+
+
+def _number(path: Path) -> int:
+    match = re.match(r"(\d+)_", path.name)
+    return int(match.group(1)) if match else -1
+
+
+def task_name(level: int, path: Path) -> str:
+    """`l1/23_softmax` for `level1/23_Softmax.py`."""
+    slug = re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_")
+    return f"l{level}/{slug}"
+
+
+def import_kernelbench(
+    root: Path,
+    out: Path,
+    options: ImportOptions,
+    on_problem: Callable[[ProblemReport], None] | None = None,
+) -> ImportReport:
+    """Import the chosen problems into `out`; writes and returns the report."""
+    if options.track not in ("torch2cuda", "torch2triton"):
+        raise ConfigError(f"unknown track '{options.track}' (known: torch2cuda, torch2triton)")
+    files = problem_files(root, options.levels, options.ids)
+
+    def one(item: tuple[int, Path]) -> ProblemReport:
+        report = import_problem(item[0], item[1], out, options)
+        if on_problem is not None:
+            on_problem(report)
+        return report
+
+    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        problems = list(pool.map(one, files))
+    report = ImportReport(source="kernelbench", path=str(root), out=str(out),
+                          created=datetime.now(UTC), problems=problems)  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "import_report.json").write_text(report.model_dump_json(indent=1), encoding="utf-8")
+    return report
+
+
+def import_problem(level: int, path: Path, out: Path, options: ImportOptions) -> ProblemReport:
+    """One problem: analysed, written, checked, rewritten or refused."""
+    problem = f"level{level}/{path.name}"
+    name = task_name(level, path)
+    folder = out / name
+
+    def refuse(reason: str, findings: list[str] | None = None) -> ProblemReport:
+        shutil.rmtree(folder, ignore_errors=True)
+        return ProblemReport(problem=problem, outcome="refused", reason=reason,
+                             source_findings=findings or [])  # fmt: skip
+
+    try:
+        source = parse_problem(path.read_text(encoding="utf-8"), problem)
+    except (ProblemRefused, UnicodeDecodeError) as err:
+        return refuse(str(err))
+    request = AnalyzeRequest(module_text=module_text(source), constants=source.constants,
+                             forward_args=source.forward_args, max_bytes=options.max_bytes,
+                             max_flops=options.max_flops)  # fmt: skip
+    analysis = _probe("analyze", request, Analysis, options.timeout_s)
+    if isinstance(analysis, str):
+        return refuse(analysis)
+    if analysis.refused is not None:
+        return refuse(analysis.refused)
+    plan = TaskPlan(task_id=f"{options.id_prefix}/{name}", problem=problem, level=level,
+                    track=options.track, source=source, analysis=analysis,
+                    distributions=list(DISTRIBUTIONS))  # fmt: skip
+    rewrites: list[str] = list(analysis.rewrites)
+    found = analysis.kernelbench_findings
+    for _ in range(REWRITE_ROUNDS):
+        try:
+            write_task(plan, folder)
+        except ProblemRefused as err:
+            return refuse(str(err), found)
+        checked = _probe(
+            "check", CheckRequest(task_dir=str(folder)), CheckReport, options.timeout_s
+        )
+        if isinstance(checked, str):
+            return refuse(checked, found)
+        problems = _rewrite(plan, checked, rewrites)
+        if problems is None:
+            outcome: Outcome = "rewritten" if rewrites else "imported"
+            return ProblemReport(problem=problem, outcome=outcome, task_id=plan.task_id,
+                                 rewrites=rewrites, notes=analysis.notes,
+                                 source_findings=found)  # fmt: skip
+        if problems != "retry":
+            after = f" (after rewriting: {'; '.join(rewrites)})" if rewrites else ""
+            return refuse(problems + after, found)
+    return refuse(f"still degenerate after rewriting: {'; '.join(rewrites)}", found)
+
+
+def _rewrite(plan: TaskPlan, checked: CheckReport, rewrites: list[str]) -> str | None:
+    """Apply the rewrites the check calls for.
+
+    Returns None when none is needed, 'retry' after one, else the reason to refuse.
+    """
+    dtype_of = {str(c["name"]): str(c["dtype"]) for c in plan.analysis.visible}
+    found_in = {dtype_of[f.config] for f in checked.findings}
+    if found_in and "float32" not in found_in and len(plan.analysis.dtypes) > len(found_in):
+        # Degenerate only at half precision (a loss that concentrates within 1e-2): the task
+        # keeps the dtypes where it is not.
+        first = next(f for f in checked.findings)
+        rewrites.append(f"dtypes {', '.join(sorted(found_in))} dropped: {first.line()}")
+        plan.analysis = _without_dtypes(plan.analysis, found_in)
+        return "retry"
+    bad = {
+        f.distribution: f for f in checked.findings
+        if f.kind in degeneracy.TRIVIAL or f.kind == "nonfinite"
+    }  # fmt: skip
+    dead = {f.input_name for f in checked.findings if f.kind == "no_effect" and f.input_name}
+    params = plan.parameter_names()
+    if dead - set(params):
+        return f"degenerate: input {sorted(dead - set(params))[0]!r} has no effect on the output"
+    if not bad and not dead:
+        if checked.failed_checks:
+            return f"task checks fail: {checked.failed_checks[0]}"
+        return None
+    kept = [d for d in plan.distributions if d not in bad]
+    if not kept:
+        return "degenerate: " + "; ".join(f.line() for f in bad.values())
+    for dist, finding in bad.items():
+        rewrites.append(f"distribution '{dist}' dropped: {finding.detail}")
+    plan.distributions = kept
+    for name in sorted(dead):
+        rewrites.append(f"parameter '{params[name]}' fixed at zero: it has no effect on the output")
+        plan.zeroed.add(params[name])
+    return "retry"
+
+
+def _without_dtypes(analysis: Analysis, dropped: set[str]) -> Analysis:
+    """The analysis with configs of the dropped dtypes moved to the first dtype kept."""
+    kept = [d for d in analysis.dtypes if d not in dropped]
+    groups: list[list[dict[str, object]]] = [[], []]
+    for index, configs in enumerate((analysis.visible, analysis.hidden)):
+        seen: set[str] = set()
+        for config in configs:
+            moved = {**config, "dtype": kept[0]} if config["dtype"] in dropped else dict(config)
+            key = repr(sorted((k, v) for k, v in moved.items() if k != "name"))
+            if key not in seen:
+                seen.add(key)
+                groups[index].append(moved)
+    return analysis.model_copy(update={"dtypes": kept, "visible": groups[0], "hidden": groups[1]})
+
+
+def _probe(
+    command: str, request: BaseModel, result: type[Result], timeout_s: float
+) -> Result | str:
+    """Run the probe in a child process; its result, or why it gave none."""
+    with tempfile.TemporaryDirectory(prefix="gauntlet-kbprobe-") as tmp:
+        result_file = Path(tmp) / "result.json"
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+        finished = process.run(
+            [sys.executable, "-m", "gauntlet.importers.kbprobe", command, str(result_file)],
+            timeout_s=timeout_s, env=env, cwd=Path(tmp),
+            stdin_data=request.model_dump_json().encode(),
+        )  # fmt: skip
+        if finished.timed_out:
+            return f"the probe ({command}) ran past {timeout_s:g} s"
+        if finished.returncode != 0 or not result_file.is_file():
+            tail = finished.stderr.strip().splitlines()[-1:] or [f"exit {finished.returncode}"]
+            return f"the probe ({command}) failed: {tail[0][:300]}"
+        try:
+            return result.model_validate_json(result_file.read_bytes()[:RESULT_LIMIT_BYTES])
+        except ValidationError as err:
+            return f"the probe ({command}) wrote no valid result: {err.errors()[0]['msg']}"
