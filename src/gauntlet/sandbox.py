@@ -215,8 +215,11 @@ def toolchain_paths() -> list[Path]:
 def binary_paths(argv0: str, path_env: str) -> list[Path]:
     """Folders holding an agent's executable and its script interpreter, for read-only binds.
 
-    Follows the symlink (`claude` -> `.../node_modules/.../cli.js`) and the `#!` line
-    (`/usr/bin/env node` -> the `node` found on PATH).
+    Follows the symlink (`codex` -> `.../node_modules/@openai/codex/bin/codex.js`) and the `#!`
+    line (`/usr/bin/env node` -> the `node` found on PATH). An executable inside a
+    `node_modules` tree brings the whole tree (npm installs a client's platform binary as a
+    package beside it: `@openai/codex-linux-x64`); one inside a Python virtual environment
+    brings the environment and the Python installation it was made from.
     """
     found: list[Path] = []
     resolved = shutil.which(argv0, path=path_env)
@@ -224,10 +227,33 @@ def binary_paths(argv0: str, path_env: str) -> list[Path]:
         return found
     for executable in (Path(resolved), Path(resolved).resolve()):
         found.append(executable.parent)
+        found += _install_roots(executable)
     interpreter = _shebang_interpreter(Path(resolved).resolve(), path_env)
     if interpreter is not None:
         found += [interpreter.parent, interpreter.resolve().parent]
+        found += _install_roots(interpreter)
     return _outermost([p for p in found if not _under_system(p)])
+
+
+def _install_roots(executable: Path) -> list[Path]:
+    """Where a client is installed, beyond the folder of its executable.
+
+    The outermost `node_modules` above `executable`, or the virtual environment it is in and
+    that environment's Python installation (`home` in its `pyvenv.cfg`).
+    """
+    modules = [p for p in executable.parents if p.name == "node_modules"]
+    if modules:
+        return [modules[-1]]
+    venv = executable.parent.parent
+    config = venv / "pyvenv.cfg"
+    if not config.is_file():
+        return []
+    roots = [venv]
+    for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            roots.append(Path(value.strip()).resolve().parent)
+    return roots
 
 
 def _bwrap(
