@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from gauntlet import sandbox
-from gauntlet.agents import make_agent
+from gauntlet.agents import cli_agents, make_agent
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.agents.cli_agents import CLIAgent
 from gauntlet.agents.llm import Price
@@ -64,13 +64,14 @@ CASES = {
         "ANTHROPIC_API_KEY",
         [
             ["-p"],
-            ["--output-format", "stream-json", "--verbose"],
-            ["--max-turns", "15", "--permission-mode", "bypassPermissions"],
+            ["--output-format", "stream-json", "--verbose", "--include-partial-messages"],
+            ["--max-turns", "15", "--permission-mode", "acceptEdits", "--allowedTools"],
             ["--model", "solve"],
             ["--max-budget-usd", "2.5"],
         ],
-        # result event: 2 turns, input 200 + 100 cache read, output 40, its own cost
-        {"turns": 2, "tokens_in": 300, "tokens_out": 40, "cost_usd": 0.0123},
+        # two calls streamed: input 100 + 50 cache read + 10 cache write, output 20 each;
+        # priced from the table (its own $0.0123 is the fallback for an unpriced model)
+        {"turns": 2, "tokens_in": 320, "tokens_cached": 120, "tokens_out": 40, "cost_usd": 0.0004},
         "check",
     ),
     "codex": (
@@ -79,9 +80,19 @@ CASES = {
             ["exec", "--json", "--skip-git-repo-check", "--color", "never"],
             ["--dangerously-bypass-approvals-and-sandbox", "-C"],
             ["-m", "solve"],
+            ["-c", 'model_provider="gauntlet"'],
+            ["-c", 'model_providers.gauntlet.base_url="https://api.openai.com/v1"'],
+            ["-c", 'model_providers.gauntlet.wire_api="responses"'],
+            ["-c", 'model_providers.gauntlet.env_key="OPENAI_API_KEY"'],
         ],
-        # file change, command, agent message (not the reasoning); priced from the table
-        {"turns": 3, "tokens_in": 1200, "tokens_out": 300, "cost_usd": 0.0018},
+        # three token_usage_records in its rollout (the reasoning item is no call of its own)
+        {
+            "turns": 3,
+            "tokens_in": 1200,
+            "tokens_cached": 300,
+            "tokens_out": 300,
+            "cost_usd": 0.0018,
+        },
         "check",
     ),
     "cursor": (
@@ -94,12 +105,13 @@ CASES = {
         "OPENAI_API_KEY",
         [
             ["--yes-always", "--no-git", "--no-auto-commits", "--no-pretty", "--no-stream"],
-            ["--read", "TASK.md", "--file", "kernel.py"],
+            ["--analytics-disable", "--analytics-log"],
+            ["--no-auto-lint", "--read", "TASK.md", "--file", "kernel.py"],
             ["--test-cmd", "gauntlet-ws test", "--auto-test"],
             ["--model", "solve"],
         ],
-        # two Tokens lines: 2.3k + 3.1k sent, 120 + 200 received, $0.03 session
-        {"turns": 2, "tokens_in": 5400, "tokens_out": 320, "cost_usd": 0.03},
+        # two message_send events in its analytics log, exact where its printed lines round
+        {"turns": 2, "tokens_in": 5453, "tokens_out": 320, "cost_usd": 0.006093},
         "test",
     ),
 }
@@ -166,7 +178,10 @@ def test_codex_and_aider_transcripts_are_kept_line_by_line(
     assert kinds == ["thread.started", "turn.started"] + ["item.completed"] * 4 + ["turn.completed"]
 
 
-def test_missing_binary_or_key_names_the_remedy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_binary_or_key_names_the_remedy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cli_agents, "CLIENTS_DIR", tmp_path)  # no `make clients` install either
     with pytest.raises(ConfigError, match="set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN"):
         make_agent("claude-code")
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
@@ -203,7 +218,7 @@ def test_claude_max_turns_is_budget_exhausted(
     ctx, _ = make_context(scale_task, model=ModelSettings(model="max-turns"))
     result = make_agent("claude-code").run(ctx)
     assert result.status == "budget_exhausted" and "error_max_turns" in result.message
-    assert result.usage.turns == 15 and result.usage.cost_usd == pytest.approx(0.5)
+    assert result.usage.cost_usd == pytest.approx(0.5)  # its own figure: no price for the model
 
 
 def test_token_budget_kills_the_agent_from_outside(
@@ -230,7 +245,7 @@ def test_turn_budget_kills_the_agent_from_outside(
     )
     result = make_agent("codex").run(ctx)
     assert result.status == "budget_exhausted"
-    assert result.message.startswith("turn budget of 5 exhausted (6 turns)")
+    assert result.message.startswith("turn budget of 5 exhausted (6 model calls)")
 
 
 def test_runaway_agent_is_killed_at_its_wall_budget_and_its_partial_work_judged(
@@ -274,8 +289,6 @@ def test_cli_agent_under_bwrap(scale_task, make_context, monkeypatch: pytest.Mon
     ctx, ws = make_context(scale_task, model=ModelSettings(model="solve"))
     result = make_agent("claude-code:sandbox=bwrap,network=off").run(ctx)
     assert result.status == "finished", result.message
-    env = facts(ctx.transcript)["env"]
-    assert env["IS_SANDBOX"] == "1"
     assert "# edited by claude" in (ws.path / "kernel.py").read_text()
     assert [(c["tool"], c["ok"]) for c in tool_log(ctx.transcript)] == [("check", True)]
 

@@ -41,6 +41,10 @@ class Usage(BaseModel):
     wall_s: float = 0.0
     turns: int = 0
     tokens_in: int = 0
+    """Input tokens, the cached ones included."""
+    tokens_cached: int = 0
+    """Of `tokens_in`, those read from or written to the provider's prompt cache (where the
+    agent's client reports them)."""
     tokens_out: int = 0
     cost_usd: float = 0.0
     tool_calls: int = 0

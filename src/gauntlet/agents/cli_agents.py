@@ -1,24 +1,27 @@
 """CLI coding agents: `claude-code`, `codex`, `cursor`, `aider` and `generic:'<command>'`.
 
-Each is launched headless in the workspace, inside the chosen sandbox, with the flags its CLI
-has for non-interactive work, permissions, turns and cost, and a scrubbed environment: the
+Each is launched headless in the workspace, inside the chosen sandbox, the way its current
+release expects (`docs/agents.md` gives each command line), with a scrubbed environment: the
 model's API key, a private HOME, and `GAUNTLET_WS_SOCKET`, through which `gauntlet-ws` reaches
 the feedback tools served outside the sandbox. Its streamed output (stream-json or JSONL; text
-lines for aider) is kept line by line as the transcript while it runs, and usage (turns,
-tokens, cost) is parsed from it. Budgets are enforced from outside: the wall clock by killing
-the agent's whole process tree, and turns, tokens and dollars by killing it as soon as its
-stream shows the budget spent.
+lines for aider) is kept line by line as the transcript while it runs, and usage (model calls,
+tokens in, cached and out) is read from it and from the side file the client writes in its
+home (Codex's session rollout, aider's analytics log): `gauntlet.agents.cli_streams`. Dollars
+come from the price table (`prices=FILE` extends it), else from the client's own figure.
+Budgets are enforced from outside: the wall clock by killing the agent's whole process tree,
+and turns, tokens and dollars by killing it as soon as its usage shows the budget spent.
 
 Options (`claude-code:key=value,...`): `sandbox` (auto, bwrap, confine, docker, none),
-`network` (on, off), `image` (docker). Defaults come from `GAUNTLET_SANDBOX` (else `auto`: the
-strongest sandbox that works here, `sandbox.resolve`), `GAUNTLET_SANDBOX_NETWORK` and
-`GAUNTLET_DOCKER_IMAGE`. `generic:'<command>'` takes a command (placeholders `{prompt}`,
-`{workspace}`, `{model}`, `{turns}`; the prompt also arrives on stdin), after the same options
-if wanted: `generic:sandbox=bwrap,network=off:'<command>'`.
+`network` (on, off), `image` (docker), `prices` (a price table file). Defaults come from
+`GAUNTLET_SANDBOX` (else `auto`: the strongest sandbox that works here, `sandbox.resolve`),
+`GAUNTLET_SANDBOX_NETWORK` and `GAUNTLET_DOCKER_IMAGE`. `generic:'<command>'` takes a command
+(placeholders `{prompt}`, `{workspace}`, `{model}`, `{turns}`; the prompt also arrives on
+stdin), after the same options if wanted: `generic:sandbox=bwrap,network=off:'<command>'`.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -32,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO
 
 from gauntlet import process, sandbox
 from gauntlet.agents.base import (
@@ -42,6 +45,14 @@ from gauntlet.agents.base import (
     ModelSettings,
     Usage,
     agent,
+)
+from gauntlet.agents.cli_streams import (
+    AiderStream,
+    ClaudeStream,
+    CodexStream,
+    CursorStream,
+    GenericStream,
+    StreamParser,
 )
 from gauntlet.agents.llm import PriceTable
 from gauntlet.agents.options import flag, parse_options
@@ -66,11 +77,26 @@ TRANSCRIPT_LIMIT_BYTES = 50 * 1024 * 1024
 STDERR_TAIL_CHARS = 2_000
 #: Bytes of stderr kept.
 STDERR_LIMIT_BYTES = 256 * 1024
+#: Seconds between two reads of a client's side file while it runs.
+SIDE_FILE_POLL_S = 0.2
+#: Where `make clients` installs the real clients in a checkout (searched after PATH).
+CLIENTS_DIR = Path(__file__).resolve().parents[3] / ".clients"
+#: aider's analytics log in the agent's HOME.
+AIDER_ANALYTICS = "aider.analytics.jsonl"
+#: aider's chat history size that would start a summary: more than any session here holds.
+AIDER_HISTORY_TOKENS = 10_000_000
+#: Claude Code's tools the agent may use without asking (headless, nobody could answer).
+CLAUDE_TOOLS = ("Bash", "Read", "Edit", "MultiEdit", "Write", "Glob", "Grep", "LS", "TodoWrite")
+#: The model provider Codex is given (`-c model_providers.<id>...`).
+CODEX_PROVIDER = "gauntlet"
+#: Codex's endpoint when no `--base-url` is given.
+OPENAI_URL = "https://api.openai.com/v1"
 
 OPTIONS = {
     "sandbox": "auto (the default: bwrap, else confine, else none), bwrap, confine, docker or none",
     "network": "on or off: whether the sandbox reaches the network",
     "image": "the docker image",
+    "prices": "a TOML or JSON price table file (model = {input_per_mtok, output_per_mtok})",
 }
 
 PROMPT = """\
@@ -81,213 +107,6 @@ visible configurations. Other configurations will be tested when you stop. When 
 stop: the contract's files as they are then are your submission.
 
 {brief}"""
-
-
-@dataclass
-class StreamUsage:
-    """What a stream showed so far."""
-
-    turns: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float | None = None
-    """The agent's own cost figure, where its CLI reports one."""
-    status: AgentStatus | None = None
-    """How the agent said it ended (e.g. Claude Code's `error_max_turns`), if it did."""
-    message: str = ""
-
-
-class StreamParser(Protocol):
-    """Reads an agent's output, one line at a time."""
-
-    usage: StreamUsage
-
-    def feed(self, line: str) -> None:
-        """Take one line of stdout."""
-        ...
-
-
-def _json(line: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
-class ClaudeStream:
-    """Claude Code's `--output-format stream-json`.
-
-    `assistant` messages carry per-call usage (repeated for each content block of one message
-    id); the final `result` has the totals.
-    """
-
-    def __init__(self) -> None:
-        self.usage = StreamUsage()
-        self._seen: set[str] = set()
-
-    def feed(self, line: str) -> None:
-        """Take one line."""
-        data = _json(line)
-        if data is None:
-            return
-        kind = data.get("type")
-        if kind == "assistant":
-            message = data.get("message") or {}
-            message_id = str(message.get("id", len(self._seen)))
-            if message_id in self._seen:
-                return
-            self._seen.add(message_id)
-            self.usage.turns += 1
-            tokens_in, tokens_out = _anthropic_tokens(message.get("usage") or {})
-            self.usage.tokens_in += tokens_in
-            self.usage.tokens_out += tokens_out
-        elif kind == "result":
-            self.usage.turns = _int(data.get("num_turns")) or self.usage.turns
-            if isinstance(data.get("total_cost_usd"), int | float):
-                self.usage.cost_usd = float(data["total_cost_usd"])
-            if isinstance(data.get("usage"), dict):
-                self.usage.tokens_in, self.usage.tokens_out = _anthropic_tokens(data["usage"])
-            subtype = str(data.get("subtype", ""))
-            if subtype in ("error_max_turns", "error_max_budget_usd"):
-                self.usage.status = "budget_exhausted"
-                self.usage.message = f"Claude Code stopped: {subtype}"
-            elif data.get("is_error") or subtype.startswith("error"):
-                self.usage.status = "error"
-                self.usage.message = f"Claude Code failed ({subtype}): {data.get('result', '')}"
-            else:
-                self.usage.status = "finished"
-
-
-def _anthropic_tokens(usage: dict[str, Any]) -> tuple[int, int]:
-    tokens_in = _int(usage.get("input_tokens"))
-    tokens_in += _int(usage.get("cache_creation_input_tokens"))
-    tokens_in += _int(usage.get("cache_read_input_tokens"))
-    return tokens_in, _int(usage.get("output_tokens"))
-
-
-class CodexStream:
-    """`codex exec --json`.
-
-    `turn.completed` carries the usage of one prompt's turn; each completed step (message,
-    command, file change, tool call) counts as a turn here.
-    """
-
-    STEP_ITEMS = frozenset(
-        {"agent_message", "command_execution", "file_change", "mcp_tool_call", "web_search"}
-    )
-
-    def __init__(self) -> None:
-        self.usage = StreamUsage()
-
-    def feed(self, line: str) -> None:
-        """Take one line."""
-        data = _json(line)
-        if data is None:
-            return
-        kind = data.get("type")
-        if kind == "item.completed":
-            item = data.get("item") or {}
-            if item.get("type", item.get("item_type")) in self.STEP_ITEMS:
-                self.usage.turns += 1
-        elif kind == "turn.completed":
-            usage = data.get("usage") or {}
-            self.usage.tokens_in += _int(usage.get("input_tokens"))
-            self.usage.tokens_out += _int(usage.get("output_tokens"))
-            self.usage.status = "finished"
-        elif kind in ("turn.failed", "error"):
-            error = data.get("error") or {}
-            detail = error.get("message") if isinstance(error, dict) else None
-            self.usage.status = "error"
-            self.usage.message = f"codex failed: {detail or data.get('message', kind)}"
-
-
-class CursorStream:
-    """Cursor's `--output-format stream-json`.
-
-    Claude-like events; each completed `tool_call` counts as a turn; the `result` may carry
-    usage.
-    """
-
-    def __init__(self) -> None:
-        self.usage = StreamUsage()
-
-    def feed(self, line: str) -> None:
-        """Take one line."""
-        data = _json(line)
-        if data is None:
-            return
-        kind = data.get("type")
-        if kind == "tool_call" and data.get("subtype") == "completed":
-            self.usage.turns += 1
-        elif kind == "result":
-            usage = data.get("usage") or {}
-            self.usage.tokens_in = _int(usage.get("input_tokens", usage.get("inputTokens")))
-            self.usage.tokens_out = _int(usage.get("output_tokens", usage.get("outputTokens")))
-            if data.get("is_error") or str(data.get("subtype", "")).startswith("error"):
-                self.usage.status = "error"
-                self.usage.message = f"cursor failed: {data.get('result', '')}"
-            else:
-                self.usage.status = "finished"
-
-
-class AiderStream:
-    """aider's text output.
-
-    One `Tokens: ... sent, ... received. Cost: $X message, $Y session.` line per model call.
-    """
-
-    TOKENS = re.compile(
-        r"Tokens: (?P<sent>[\d.,]+[kM]?) sent(?:, [\d.,]+[kM]? cache \w+)*, "
-        r"(?P<received>[\d.,]+[kM]?) received\.(?: Cost: \$(?P<message>[\d.,]+) message, "
-        r"\$(?P<session>[\d.,]+) session\.)?"
-    )
-
-    def __init__(self) -> None:
-        self.usage = StreamUsage()
-
-    def feed(self, line: str) -> None:
-        """Take one line."""
-        match = self.TOKENS.search(line)
-        if match is None:
-            return
-        self.usage.turns += 1
-        self.usage.tokens_in += _count(match["sent"])
-        self.usage.tokens_out += _count(match["received"])
-        if match["session"]:
-            self.usage.cost_usd = float(match["session"].replace(",", ""))
-
-
-def _count(text: str) -> int:
-    scale = {"k": 1_000, "M": 1_000_000}.get(text[-1], 1)
-    number = text[:-1] if scale > 1 else text
-    return round(float(number.replace(",", "")) * scale)
-
-
-class GenericStream:
-    """A generic command's output.
-
-    Any line `{"type": "usage", "turns": N, "tokens_in": N, "tokens_out": N, "cost_usd": X}`
-    states its totals so far (the last one counts).
-    """
-
-    def __init__(self) -> None:
-        self.usage = StreamUsage()
-
-    def feed(self, line: str) -> None:
-        """Take one line."""
-        data = _json(line)
-        if data is None or data.get("type") != "usage":
-            return
-        self.usage.turns = _int(data.get("turns"))
-        self.usage.tokens_in = _int(data.get("tokens_in"))
-        self.usage.tokens_out = _int(data.get("tokens_out"))
-        if isinstance(data.get("cost_usd"), int | float):
-            self.usage.cost_usd = float(data["cost_usd"])
 
 
 @dataclass(frozen=True)
@@ -314,6 +133,10 @@ class CLIProfile:
     parser: Callable[[], StreamParser]
     text_output: bool = False
     """Whether stdout is plain text (kept as `{"type": "text"}` lines)."""
+    side_file: str | None = None
+    """A glob, relative to the agent's HOME, of the file the client writes its usage to."""
+    clients_bin: str | None = None
+    """Where `make clients` puts the binary, relative to `CLIENTS_DIR`."""
 
 
 @dataclass
@@ -330,7 +153,11 @@ class _Invocation:
 
 def _claude(ctx: AgentContext, inv: _Invocation) -> Launcher:
     argv = [inv.binary, "-p", inv.prompt, "--output-format", "stream-json", "--verbose"]
-    argv += ["--max-turns", str(inv.turns), "--permission-mode", "bypassPermissions"]
+    # Raw API events give each model call's usage as it streams (kept if the client is killed).
+    argv += ["--include-partial-messages", "--max-turns", str(inv.turns)]
+    # `bypassPermissions` is refused as root; accepted edits and a list of allowed tools work
+    # for every user, and nobody is there to approve anything else.
+    argv += ["--permission-mode", "acceptEdits", "--allowedTools", ",".join(CLAUDE_TOOLS)]
     if ctx.model.model:
         argv += ["--model", ctx.model.model]
     if ctx.budget.cost_usd:
@@ -346,10 +173,18 @@ def _codex(ctx: AgentContext, inv: _Invocation) -> Launcher:
     argv += ["--dangerously-bypass-approvals-and-sandbox", "-C", str(ctx.workspace)]
     if ctx.model.model:
         argv += ["-m", ctx.model.model]
-    env = dict(inv.env)
-    if ctx.model.base_url:
-        env["OPENAI_BASE_URL"] = ctx.model.base_url
-    return Launcher([*argv, inv.prompt], env)
+    # Codex reads no OPENAI_BASE_URL: the endpoint and the key's variable are a provider of
+    # its config, given as `-c` overrides (TOML values).
+    key = next((k for k in ("OPENAI_API_KEY", "CODEX_API_KEY") if inv.env.get(k)), None)
+    provider = {
+        "name": CODEX_PROVIDER,
+        "base_url": ctx.model.base_url or OPENAI_URL,
+        "wire_api": "responses",
+    } | ({"env_key": key} if key else {})
+    argv += ["-c", f"model_provider={json.dumps(CODEX_PROVIDER)}"]
+    for name, value in provider.items():
+        argv += ["-c", f"model_providers.{CODEX_PROVIDER}.{name}={json.dumps(value)}"]
+    return Launcher([*argv, inv.prompt], dict(inv.env))
 
 
 def _cursor(ctx: AgentContext, inv: _Invocation) -> Launcher:
@@ -361,19 +196,29 @@ def _cursor(ctx: AgentContext, inv: _Invocation) -> Launcher:
 
 def _aider(ctx: AgentContext, inv: _Invocation) -> Launcher:
     argv = [inv.binary, "--message", inv.prompt, "--yes-always", "--no-git", "--no-auto-commits"]
-    argv += ["--no-pretty", "--no-stream", "--no-check-update", "--analytics-disable"]
-    argv += ["--no-show-model-warnings", "--no-restore-chat-history"]
+    argv += ["--no-pretty", "--no-stream", "--no-check-update", "--no-show-model-warnings"]
+    # Analytics stay off; their log is written anyway and holds each call's exact usage.
+    argv += ["--analytics-disable", "--analytics-log", str(inv.home / AIDER_ANALYTICS)]
+    # Its background summaries of the chat are model calls it logs nowhere: with them off,
+    # every call is in the analytics log (one `--message` session stays short anyway).
+    argv += ["--no-restore-chat-history", "--max-chat-history-tokens", str(AIDER_HISTORY_TOKENS)]
     argv += ["--chat-history-file", str(inv.home / "aider.chat.history.md")]
     argv += ["--input-history-file", str(inv.home / "aider.input.history")]
-    argv += ["--read", "TASK.md"]
+    # Its automatic lint knows no `.asm` or `.cu` and would stop the test loop; the judge checks.
+    argv += ["--no-auto-lint", "--read", "TASK.md"]
     for name in ctx.task.spec.submission.files:
         argv += ["--file", name]
     argv += ["--test-cmd", "gauntlet-ws test", "--auto-test"]
-    if ctx.model.model:
-        argv += ["--model", ctx.model.model]
+    model = ctx.model.model
+    if model and ctx.model.base_url and "/" not in model:
+        model = f"openai/{model}"  # LiteLLM's name for a model behind an OpenAI-compatible URL
+    if model:
+        argv += ["--model", model]
     if ctx.model.base_url:
         argv += ["--openai-api-base", ctx.model.base_url]
-    return Launcher(argv, dict(inv.env))
+    # LiteLLM would fetch its price list from GitHub at every start.
+    env = inv.env | {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return Launcher(argv, env)
 
 
 def _generic(ctx: AgentContext, inv: _Invocation) -> Launcher:
@@ -398,7 +243,7 @@ PROFILES: dict[str, CLIProfile] = {
         CLIProfile(
             "claude-code",
             "claude",
-            "npm install -g @anthropic-ai/claude-code",
+            "npm install -g @anthropic-ai/claude-code (or: make clients)",
             ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
             (
                 "ANTHROPIC_BASE_URL",
@@ -408,15 +253,18 @@ PROFILES: dict[str, CLIProfile] = {
             ),
             _claude,
             ClaudeStream,
+            clients_bin="node_modules/.bin",
         ),
         CLIProfile(
             "codex",
             "codex",
-            "npm install -g @openai/codex",
+            "npm install -g @openai/codex (or: make clients)",
             ("OPENAI_API_KEY", "CODEX_API_KEY"),
-            ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT"),
+            ("OPENAI_ORG_ID", "OPENAI_PROJECT"),
             _codex,
             CodexStream,
+            side_file=".codex/sessions/**/rollout-*.jsonl",
+            clients_bin="node_modules/.bin",
         ),
         CLIProfile(
             "cursor",
@@ -430,7 +278,7 @@ PROFILES: dict[str, CLIProfile] = {
         CLIProfile(
             "aider",
             "aider",
-            "python -m pip install aider-install && aider-install",
+            "python -m pip install aider-install && aider-install (or: make clients)",
             (
                 "OPENAI_API_KEY",
                 "ANTHROPIC_API_KEY",
@@ -442,10 +290,21 @@ PROFILES: dict[str, CLIProfile] = {
             _aider,
             AiderStream,
             text_output=True,
+            side_file=AIDER_ANALYTICS,
+            clients_bin="aider/bin",
         ),
         CLIProfile("generic", "", "", (), (), _generic, GenericStream),
     )
 }
+
+
+def find_binary(profile: CLIProfile, binary: str | None = None) -> str | None:
+    """The client's executable: on PATH, else where `make clients` installed it."""
+    name = binary or profile.binary
+    found = shutil.which(name)
+    if found is None and profile.clients_bin is not None:
+        found = shutil.which(name, path=str(CLIENTS_DIR / profile.clients_bin))
+    return found
 
 
 class CLIAgent:
@@ -462,8 +321,9 @@ class CLIAgent:
         """Check that the agent can run here.
 
         Raises:
-            ConfigError: Its binary is not on PATH, none of its keys is set, or the sandbox is
-                not usable; the message names what to install or set.
+            ConfigError: Its binary is not on PATH (nor where `make clients` puts it), none of
+                its keys is set, or the sandbox is not usable; the message names what to
+                install or set.
         """
         self.profile = profile
         self.name = profile.name
@@ -475,7 +335,7 @@ class CLIAgent:
         self.prices = prices if prices is not None else PriceTable()
         binary = self.command[0] if self.command else profile.binary
         # In a container the image's binary runs, found on the image's own PATH.
-        resolved = binary if kind == "docker" else shutil.which(binary)
+        resolved = binary if kind == "docker" else find_binary(profile, binary)
         if resolved is None:
             remedy = f"; install it with: {profile.install}" if profile.install else ""
             raise ConfigError(
@@ -529,12 +389,14 @@ class CLIAgent:
     ) -> AgentResult:
         turns = turn_limit(ctx.task, ctx.budget)
         prompt = PROMPT.format(workspace=ctx.workspace, brief=ctx.brief)
+        env = self._environment(ctx, home, server)
+        _keep_path_in_login_shells(home, env["PATH"])
         invocation = _Invocation(
             binary=self.binary,
             prompt=prompt,
             turns=turns,
             home=home,
-            env=self._environment(ctx, home, server),
+            env=env,
             command=self.command,
         )
         launcher = self.profile.build(ctx, invocation)
@@ -550,16 +412,25 @@ class CLIAgent:
             hidden=[ctx.task.root],
             name=f"gauntlet-{ctx.workspace.parent.name}",
         )
-        watch = _Watch(self, ctx, turns, ctx.transcript, self.profile.text_output)
+        watch = _Watch(self, ctx, turns, home)
         started = time.monotonic()
-        child = process.Child(
-            launch.argv,
-            env=launch.env,
-            cwd=launch.cwd,
-            stdin_data=launcher.stdin,
-            output_limit=STDERR_LIMIT_BYTES,
-            on_stdout_line=watch.feed,
-        )
+        try:
+            child = process.Child(
+                launch.argv,
+                env=launch.env,
+                cwd=launch.cwd,
+                stdin_data=launcher.stdin,
+                output_limit=STDERR_LIMIT_BYTES,
+                on_stdout_line=watch.feed,
+            )
+        except OSError as err:
+            watch.close()
+            return AgentResult(
+                status="error",
+                message=f"{self.name} could not be started ({launch.argv[0]}): {err}",
+                transcript=ctx.transcript,
+                sandbox=self.sandbox_kind,
+            )
         watch.attach(child)
         logger.info("started agent %s (pid %d) in %s", self.name, child.pid, ctx.workspace)
         finished = child.wait(timeout_s=ctx.budget.wall_s, kill_tree=True)
@@ -596,8 +467,6 @@ class CLIAgent:
             "CI": "1",
             SOCKET_ENV: str(server.socket_path),
         }
-        if self.sandbox.kind != "none":
-            env["IS_SANDBOX"] = "1"  # the agent runs contained (Claude Code allows bypass as root)
         for key in (*COMMON_ENV, *self.profile.keys, *self.profile.passthrough):
             if os.environ.get(key):
                 env[key] = os.environ[key]
@@ -606,45 +475,60 @@ class CLIAgent:
     def _outcome(
         self, ctx: AgentContext, finished: process.Finished, watch: _Watch, stderr: str
     ) -> tuple[AgentStatus, str]:
+        said = watch.parser.usage
         if watch.stop_reason:
             return "budget_exhausted", watch.stop_reason + "; the agent's processes were killed"
         if finished.timed_out:
             return (
                 "timeout",
                 f"wall-clock budget of {ctx.budget.wall_s:g} s exhausted; the agent's processes "
-                "were killed",
+                "were killed" + (f" (its last word: {said.message})" if said.message else ""),
             )
-        said = watch.parser.usage
         if said.status is not None and said.status != "finished":
             return said.status, said.message
         if finished.returncode != 0:
             how = finished.signal_name or f"code {finished.returncode}"
-            tail = stderr[-STDERR_TAIL_CHARS:]
-            return "error", f"{self.name} exited with {how}" + (f": {tail}" if tail else "")
+            last = said.message or stderr[-STDERR_TAIL_CHARS:]
+            return "error", f"{self.name} exited with {how}" + (f": {last}" if last else "")
         return "finished", said.message or f"{self.name} exited normally"
 
 
-class _Watch:
-    """Keeps the transcript, parses usage and enforces budgets as the agent's lines arrive.
+def _keep_path_in_login_shells(home: Path, path: str) -> None:
+    """Have login shells in the private HOME put the agent's PATH first again.
 
-    Runs in the reader thread of the agent's stdout; turn, token and cost budgets kill the
-    agent's process tree as soon as the stream shows them spent.
+    Codex runs commands with `bash -lc`, and a login shell's `/etc/profile` resets PATH on many
+    systems, so `gauntlet-ws` would not be found; the shell then reads these files in HOME.
+    """
+    line = f'export PATH={shlex.quote(path)}"${{PATH:+:$PATH}}"\n'
+    for name in (".bash_profile", ".profile"):
+        (home / name).write_text(line, encoding="utf-8")
+
+
+class _Watch:
+    """Keeps the transcript, reads usage and enforces budgets as the agent's output arrives.
+
+    `feed` runs in the reader thread of the agent's stdout; a thread of its own reads the
+    client's side file (`CLIProfile.side_file`) in HOME as it grows. Turn, token and cost
+    budgets kill the agent's process tree as soon as the usage shows them spent.
     """
 
-    def __init__(
-        self, owner: CLIAgent, ctx: AgentContext, turns: int, transcript: Path, text: bool
-    ) -> None:
+    def __init__(self, owner: CLIAgent, ctx: AgentContext, turns: int, home: Path) -> None:
         self.owner = owner
         self.ctx = ctx
         self.turns = turns
-        self.text = text
+        self.text = owner.profile.text_output
         self.parser = owner.profile.parser()
-        transcript.parent.mkdir(parents=True, exist_ok=True)
-        self._handle: IO[str] = transcript.open("w", encoding="utf-8")
+        ctx.transcript.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: IO[str] = ctx.transcript.open("w", encoding="utf-8")
         self._written = 0
         self._lock = threading.Lock()
         self._child: process.Child | None = None
         self.stop_reason = ""
+        self._side = (
+            _SideFile(home, owner.profile.side_file, self._feed_side)
+            if owner.profile.side_file
+            else None
+        )
 
     def attach(self, child: process.Child) -> None:
         """The process to kill when a budget runs out."""
@@ -656,18 +540,30 @@ class _Watch:
 
     def feed(self, line: str) -> None:
         """One line of the agent's stdout."""
+        if self._side is not None:
+            # A line on stdout (a command starting, say) often follows a model call: read its
+            # usage now rather than at the next poll, so a budget stops the client sooner.
+            self._side.read()
         with self._lock:
-            self._keep(line)
-            self.parser.feed(line)
-            if not self.stop_reason:
-                self.stop_reason = self._exhausted()
-                if self.stop_reason and self._child is not None:
-                    self._child.kill_tree()
+            if self.parser.feed(line):
+                self._keep(line)
+            self._check()
+
+    def _feed_side(self, line: str) -> None:
+        with self._lock:
+            self.parser.feed_side(line)
+            self._check()
+
+    def _check(self) -> None:
+        if not self.stop_reason:
+            self.stop_reason = self._exhausted()
+            if self.stop_reason and self._child is not None:
+                self._child.kill_tree()
 
     def _keep(self, line: str) -> None:
         if self._written > TRANSCRIPT_LIMIT_BYTES:
             return
-        if self.text or _json(line) is None:
+        if self.text or not line.startswith("{"):
             line = json.dumps({"type": "text", "text": line})
         self._handle.write(line + "\n")
         self._handle.flush()
@@ -679,8 +575,8 @@ class _Watch:
     def _exhausted(self) -> str:
         budget = self.ctx.budget
         usage = self.parser.usage
-        if usage.turns > self.turns:
-            return f"turn budget of {self.turns} exhausted ({usage.turns} turns)"
+        if usage.calls > self.turns:
+            return f"turn budget of {self.turns} exhausted ({usage.calls} model calls)"
         tokens = usage.tokens_in + usage.tokens_out
         if budget.tokens and tokens >= budget.tokens:
             return f"token budget of {budget.tokens} exhausted ({tokens} used)"
@@ -689,13 +585,17 @@ class _Watch:
             return f"cost budget of ${budget.cost_usd:g} exhausted (${cost:.4f} used)"
         return ""
 
-    def _cost(self) -> float:
+    def _cost(self, final: bool = False) -> float:
+        """The price table's figure, else the client's own, else 0 (said once, at the end)."""
         usage = self.parser.usage
+        model = self.ctx.model.model
+        if model and self.owner.prices.price(model) is not None:
+            return self.owner.prices.cost_usd(model, usage.tokens_in, usage.tokens_out)
         if usage.cost_usd is not None:
             return usage.cost_usd
-        if not self.ctx.model.model:
+        if not model or not final:
             return 0.0
-        return self.owner.prices.cost_usd(self.ctx.model.model, usage.tokens_in, usage.tokens_out)
+        return self.owner.prices.cost_usd(model, usage.tokens_in, usage.tokens_out)
 
     def totals(self, wall_s: float, tool_calls: int) -> Usage:
         """The attempt's usage."""
@@ -703,17 +603,65 @@ class _Watch:
             usage = self.parser.usage
             return Usage(
                 wall_s=round(wall_s, 3),
-                turns=usage.turns,
+                turns=usage.calls,
                 tokens_in=usage.tokens_in,
+                tokens_cached=usage.tokens_cached,
                 tokens_out=usage.tokens_out,
-                cost_usd=round(self._cost(), 6),
+                cost_usd=round(self._cost(final=True), 6),
                 tool_calls=tool_calls,
             )
 
     def close(self) -> None:
-        """Close the transcript."""
+        """Read the side file to its end and close the transcript."""
+        if self._side is not None:
+            self._side.stop()
         with self._lock:
             self._handle.close()
+
+
+class _SideFile:
+    """Follows the files matching a glob in a folder, line by line, from a thread of its own."""
+
+    def __init__(self, folder: Path, pattern: str, on_line: Callable[[str], None]) -> None:
+        self.pattern = str(folder / pattern)
+        self.on_line = on_line
+        self._offsets: dict[str, int] = {}
+        self._partial: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        """Held while reading: the poller and the stdout reader both read."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        while not self._stop.wait(SIDE_FILE_POLL_S):
+            self.read()
+
+    def read(self) -> None:
+        """Pass on the whole lines written since the last read."""
+        with self._lock:
+            self._read()
+
+    def _read(self) -> None:
+        for name in sorted(glob.glob(self.pattern, recursive=True)):
+            try:
+                with open(name, "rb") as handle:
+                    handle.seek(self._offsets.get(name, 0))
+                    data = handle.read()
+            except OSError:
+                continue
+            self._offsets[name] = self._offsets.get(name, 0) + len(data)
+            # A line is read once it is whole; the rest waits for the next read.
+            *lines, rest = (self._partial.get(name, b"") + data).split(b"\n")
+            self._partial[name] = rest
+            for raw in lines:
+                self.on_line(raw.decode("utf-8", errors="replace"))
+
+    def stop(self) -> None:
+        """Stop following, after a last read of what the files hold."""
+        self._stop.set()
+        self._thread.join()
+        self.read()
 
 
 #: Seconds the pre-flight check waits for an endpoint to answer.
@@ -749,12 +697,16 @@ def _sandbox_from(agent_name: str, options: dict[str, str]) -> sandbox.SandboxSp
     return sandbox.SandboxSpec(kind=kind, network=network, image=image)  # type: ignore[arg-type]
 
 
+def _prices(options: dict[str, str]) -> PriceTable | None:
+    return PriceTable.load(Path(options["prices"])) if "prices" in options else None
+
+
 def _named(name: str) -> Callable[[str], CLIAgent]:
     def factory(argument: str) -> CLIAgent:
         options = parse_options(name, argument, OPTIONS)
-        return CLIAgent(PROFILES[name], _sandbox_from(name, options))
+        return CLIAgent(PROFILES[name], _sandbox_from(name, options), prices=_prices(options))
 
-    factory.__doc__ = f"`{name}[:sandbox=...,network=...,image=...]`."
+    factory.__doc__ = f"`{name}[:sandbox=...,network=...,image=...,prices=FILE]`."
     return factory
 
 
@@ -789,4 +741,9 @@ def make_generic(argument: str) -> CLIAgent:
             "{workspace}, {model}, {turns}; the prompt also arrives on stdin), after options "
             "if wanted: generic:sandbox=none,network=off:'<command>'"
         )
-    return CLIAgent(PROFILES["generic"], _sandbox_from("generic", options), command=command)
+    return CLIAgent(
+        PROFILES["generic"],
+        _sandbox_from("generic", options),
+        command=command,
+        prices=_prices(options),
+    )

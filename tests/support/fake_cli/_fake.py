@@ -32,6 +32,23 @@ def say(text: str) -> None:
     sys.stdout.flush()
 
 
+def model_call(message_id: str, usage: dict, tokens_out: int) -> None:
+    """Claude Code's raw stream events of one model call: its start, a fragment, its end."""
+    start = {"type": "message_start", "message": {"id": message_id, "usage": usage}}
+    emit({"type": "stream_event", "event": start})
+    text = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "."}}
+    emit({"type": "stream_event", "event": text})
+    end = {"type": "message_delta", "usage": {"output_tokens": tokens_out}}
+    emit({"type": "stream_event", "event": end})
+
+
+def side_line(path: Path, record: dict) -> None:
+    """Append a line to a side file the harness follows (Codex's rollout, aider's analytics)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
 def facts(argv: list[str]) -> dict:
     """What the harness gave us: command line, environment, folder."""
     return {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}

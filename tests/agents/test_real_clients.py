@@ -1,0 +1,263 @@
+"""The real CLI clients (Claude Code, Codex CLI, aider) against loopback fake model servers.
+
+Each client, installed by `make clients` (skipped, with the reason, where it is not), is run
+as `gauntlet run` runs it, in each sandbox that works here, pointed at a scripted server that
+speaks its own API: it reads the brief, calls `gauntlet-ws`, writes a kernel that the judge
+passes, and the usage recorded (model calls, tokens in, cached and out) is what the server
+answered. A turn budget, a wall-clock budget and an API error each end as they should, with
+the usage up to then kept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gauntlet import sandbox
+from gauntlet.agents import make_agent
+from gauntlet.agents.base import AgentResult, Budget, ModelSettings, Usage
+from gauntlet.judge import judge
+from gauntlet.runner import Job, RunConfig, run_attempt
+from gauntlet.store import RunInfo, RunStore, now
+from gauntlet.task import Task
+from tests.support.fake_models import (
+    Fail,
+    FakeAnthropic,
+    FakeChat,
+    FakeModelServer,
+    FakeResponses,
+    Step,
+    Turn,
+    call,
+    say,
+)
+from tests.support.real_clients import RealClient, real_client
+
+__all__ = ["real_client"]  # the fixture, used by name
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+KEYS = {"claude-code": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY", "aider": "OPENAI_API_KEY"}
+SERVERS: dict[str, type[FakeModelServer]] = {
+    "claude-code": FakeAnthropic,
+    "codex": FakeResponses,
+    "aider": FakeChat,
+}
+SANDBOXES = ("none", "bwrap", "confine", "docker")
+
+
+def expert(task: Task) -> str:
+    return task.path("expert/kernel.py").read_text()
+
+
+def after(
+    server: type[FakeModelServer], check: Callable[[str], bool], then: Turn, what: str
+) -> Step:
+    """A step that checks the output of the client's last tool call before answering `then`."""
+
+    def step(body: dict[str, Any]) -> Turn:
+        output = server.last_tool_output(body)
+        if not check(output):
+            raise AssertionError(f"unexpected tool output ({what}):\n{output[:2000]}")
+        return then
+
+    return step
+
+
+def solving_script(agent: str, task: Task, workspace: Path) -> list[Step]:
+    """Read the brief, write the expert kernel, run `gauntlet-ws test`, stop once it passes."""
+    kernel = expert(task)
+    passed = "status: pass"
+    if agent == "claude-code":
+        server = FakeAnthropic
+        return [
+            call("Read", file_path=str(workspace / "TASK.md")),
+            after(
+                server,
+                lambda out: "gauntlet-ws" in out,
+                call("Read", file_path=str(workspace / "kernel.py")),
+                "TASK.md",
+            ),
+            call("Write", file_path=str(workspace / "kernel.py"), content=kernel),
+            call("Bash", command="gauntlet-ws test", description="judge the kernel"),
+            after(
+                server,
+                lambda out: passed in out,
+                say("The kernel passes.", tokens_in=3000, tokens_cached=2500, tokens_out=12),
+                "gauntlet-ws test",
+            ),
+        ]
+    if agent == "codex":
+        server = FakeResponses
+        write = f"cat > kernel.py <<'GAUNTLET_EOF'\n{kernel}GAUNTLET_EOF"
+        return [
+            call("exec_command", cmd="cat TASK.md"),
+            after(
+                server, lambda out: "gauntlet-ws" in out, call("exec_command", cmd=write), "TASK.md"
+            ),
+            call("exec_command", cmd="gauntlet-ws test"),
+            after(
+                server,
+                lambda out: passed in out,
+                say("The kernel passes.", tokens_in=3000, tokens_cached=2500, tokens_out=12),
+                "gauntlet-ws test",
+            ),
+        ]
+    # aider: the brief is in the chat (--read); it edits through a whole-file listing and runs
+    # `gauntlet-ws test` itself (--auto-test), asking again only if the test fails.
+    return [lambda body: listing(body, kernel, tokens_in=2222, tokens_out=333)]
+
+
+def listing(body: dict[str, Any], content: str, **usage: Any) -> Turn | Fail:
+    """aider's whole-file listing of `kernel.py`, fenced as its system prompt asks.
+
+    aider fences with four backticks when a file in the chat holds three (as TASK.md does).
+    """
+    messages = str(body["messages"])
+    if "Compute y = 2 * x + 1" not in messages:
+        return Fail(400, "the brief is not in the chat")
+    fence = "````" if "````" in body["messages"][0]["content"] else "```"
+    return Turn(text=f"kernel.py\n{fence}\n{content}{fence}\n", **usage)
+
+
+def endless_script(agent: str, calls: int) -> list[Step]:
+    """A model that keeps running a harmless command."""
+    if agent == "claude-code":
+        return [call("Bash", command="ls", description="look") for _ in range(calls)]
+    if agent == "codex":
+        # A command that takes a moment, as real ones do: Codex's usage of a call reaches its
+        # rollout file a little after the call (see docs/agents.md), and an instant command
+        # could let the next call start before the budget is seen spent.
+        return [call("exec_command", cmd="sleep 1; ls") for _ in range(calls)]
+    # aider asks again while its test fails: an edit that keeps failing it.
+    broken = "import torch\n\n\ndef kernel(x):\n    return x\n"
+    return [lambda body: listing(body, broken) for _ in range(calls)]
+
+
+def usable(kind: str) -> None:
+    problem = sandbox.availability(kind)
+    if problem is not None:
+        pytest.skip(f"sandbox {kind} is not usable here: {problem}")
+
+
+def assert_usage_matches(usage: Usage, served: FakeModelServer, agent: str) -> None:
+    """Model calls and tokens recorded are those the server answered."""
+    turns = served.served.turns
+    assert usage.turns == len(turns), (usage, len(turns))
+    assert usage.tokens_in == served.served.tokens_in
+    assert usage.tokens_out == served.served.tokens_out
+    # aider's log has no cached count for an OpenAI-compatible endpoint.
+    cached = 0 if agent == "aider" else served.served.tokens_cached
+    assert usage.tokens_cached == cached
+
+
+def run_client(
+    agent: str, kind: str, server: FakeModelServer, make_context, task: Task, budget: Budget
+) -> tuple[AgentResult, Any]:
+    ctx, ws = make_context(
+        task, budget=budget, model=ModelSettings(model="fake-model", base_url=server.base_url)
+    )
+    return make_agent(f"{agent}:sandbox={kind}").run(ctx), (ctx, ws)
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in set(KEYS.values()):
+        monkeypatch.setenv(key, "test-key")
+    monkeypatch.delenv("GAUNTLET_SANDBOX", raising=False)
+
+
+@pytest.mark.parametrize("kind", SANDBOXES)
+@pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
+def test_the_client_solves_the_task_in_each_sandbox(
+    real_client: RealClient, kind: str, scale_task, make_context, tmp_path: Path
+) -> None:
+    usable(kind)
+    agent = real_client.agent
+    ctx, ws = make_context(scale_task, budget=Budget(wall_s=240))
+    with SERVERS[agent](solving_script(agent, scale_task, ws.path)) as server:
+        ctx = ctx.model_copy(
+            update={"model": ModelSettings(model="fake-model", base_url=server.base_url)}
+        )
+        result = make_agent(f"{agent}:sandbox={kind}").run(ctx)
+    assert not server.failures, server.failures
+    assert (result.status, result.sandbox) == ("finished", kind), result.message
+    assert not server.script, "the client stopped before the script's end"
+    assert_usage_matches(result.usage, server, agent)
+    assert result.usage.tool_calls >= 1
+    log = (ctx.transcript.parent / "tool-calls.jsonl").read_text().splitlines()
+    calls = [(c["caller"], c["tool"], c["ok"]) for c in map(json.loads, log)]
+    assert (agent, "test", True) in calls, calls
+    assert ws.path.joinpath("kernel.py").read_text() == expert(scale_task)
+    verdict = judge(scale_task, ws.path, device="cpu", seed=11, mode="final")
+    assert verdict.status == "pass", verdict.reason
+
+
+@pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
+def test_a_turn_budget_stops_the_client(real_client: RealClient, scale_task, make_context) -> None:
+    agent = real_client.agent
+    budget = Budget(wall_s=180, turns=2)
+    with SERVERS[agent](endless_script(agent, 12)) as server:
+        result, _ = run_client(agent, "auto", server, make_context, scale_task, budget)
+    assert result.status == "budget_exhausted", result.message
+    # What was served up to the stop is recorded; the client was stopped at the third call
+    # at the latest (Claude Code stops itself at its --max-turns).
+    assert 2 <= result.usage.turns <= 3, result.usage
+    assert result.usage.turns <= len(server.served.turns)
+    served = server.served.turns[: result.usage.turns]
+    assert result.usage.tokens_in == sum(t.tokens_in for t in served)
+
+
+@pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
+def test_a_wall_clock_budget_kills_the_client_and_keeps_its_usage(
+    real_client: RealClient, scale_task, make_context
+) -> None:
+    agent = real_client.agent
+    slow = Turn(text="thinking", delay_s=600)
+    with SERVERS[agent]([*endless_script(agent, 1), slow]) as server:
+        started = time.monotonic()
+        result, _ = run_client(agent, "auto", server, make_context, scale_task, Budget(wall_s=20))
+    assert time.monotonic() - started < 60
+    assert result.status == "timeout", result.message
+    assert "wall-clock budget of 20 s exhausted" in result.message
+    assert len(server.served.turns) == 2  # the second answer never came
+    first = server.served.turns[0]
+    assert (result.usage.turns, result.usage.tokens_in) == (1, first.tokens_in)
+    assert result.usage.tokens_out == first.tokens_out
+
+
+@pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
+def test_an_api_error_is_an_agent_error_with_the_clients_message(
+    real_client: RealClient, scale_task, tmp_path: Path
+) -> None:
+    agent = real_client.agent
+    store = RunStore(tmp_path / "run")
+    with SERVERS[agent]([Fail(400, "scripted refusal 4711")]) as server:
+        config = RunConfig(
+            agents=[agent],
+            model=ModelSettings(model="fake-model", base_url=server.base_url),
+            budget=Budget(wall_s=120),
+        )
+        store.create(
+            RunInfo(
+                run_id="run",
+                created_at=now(),
+                task_ids=[scale_task.task_id],
+                agents=[agent],
+                device="cpu",
+                budget=config.budget,
+                seed_hash="-",
+            )
+        )
+        record = run_attempt(
+            store, Job(task=scale_task, agent=agent, index=0, device="cpu"), config, secret=5
+        )
+    assert (record.status, record.agent_status) == ("agent_error", "error"), record.agent_message
+    assert "scripted refusal 4711" in record.agent_message
+    assert record.verdict is None
