@@ -11,6 +11,7 @@ from rich.table import Table
 from gauntlet._cli.evaluate import print_verdict
 from gauntlet._cli.output import out, styled_status
 from gauntlet.agents.catalog import describe_agents, describe_sandboxes
+from gauntlet.agents.cli_clients import CHECK_TIMEOUT_S, CHECKED_SANDBOXES, check_clients
 from gauntlet.errors import UnknownNameError
 from gauntlet.report.attempts import attempt_view
 from gauntlet.store import RunStore
@@ -37,6 +38,26 @@ def list_agents() -> None:
     for sandbox in describe_sandboxes():
         usable = "[green]yes[/]" if sandbox.usable else "[red]no[/]"
         table.add_row(sandbox.kind, usable, escape(sandbox.detail))
+    out.print(table)
+    checks = check_clients()
+    table = Table(
+        title=f"CLI clients: does each start in each sandbox ({CHECK_TIMEOUT_S:g} s check, "
+        "no model call)"
+    )
+    table.add_column("check")
+    for check in checks:
+        table.add_column(check.agent, overflow="fold")
+    table.add_row("installed", *(escape(c.executable or f"no: {c.install}") for c in checks))
+    table.add_row("version", *(escape(c.version or "") for c in checks))
+    for kind in CHECKED_SANDBOXES:
+        cells = []
+        for check in checks:
+            if kind not in check.sandboxes:
+                cells.append("")  # not installed
+                continue
+            problem = check.sandboxes[kind]
+            cells.append("[green]yes[/]" if problem is None else f"[red]no[/]: {escape(problem)}")
+        table.add_row(f"starts in {kind}", *cells)
     out.print(table)
 
 
