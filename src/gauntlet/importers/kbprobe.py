@@ -208,7 +208,7 @@ def _reduce(
         if halvings and all(constants[n] == min(shipped[n], SIZE_MIN) for n in sizes):
             break
     raise _Refused(
-        f"does not fit {max_bytes / 2**20:.0f} MiB and {max_flops:.3g} flops at any reduction "
+        f"does not fit {max_bytes / 2**20:.3g} MiB and {max_flops:.3g} flops at any reduction "
         "of its size constants that still runs"
     )
 
@@ -502,7 +502,14 @@ def _kernelbench_gate(problem: ProblemFunction, c1: Params, dropout_off: bool) -
 
 
 def analyze(request: AnalyzeRequest) -> Analysis:
-    """Everything the importer needs to write the task, measured."""
+    """Everything the importer needs to write the task, measured; or why it cannot be one."""
+    try:
+        return _analyze(request)
+    except _Refused as err:
+        return Analysis(refused=str(err))
+
+
+def _analyze(request: AnalyzeRequest) -> Analysis:
     torch.set_num_threads(1)
     problem = _problem(request.module_text)
     shipped = _valid(problem, dict(request.constants))
@@ -563,10 +570,7 @@ def main(argv: list[str]) -> int:
     text = sys.stdin.read()
     result: BaseModel
     if command == "analyze":
-        try:
-            result = analyze(AnalyzeRequest.model_validate_json(text))
-        except _Refused as err:
-            result = Analysis(refused=str(err))
+        result = analyze(AnalyzeRequest.model_validate_json(text))
     else:
         result = check(CheckRequest.model_validate_json(text))
     Path(result_file).write_text(result.model_dump_json(), encoding="utf-8")

@@ -1,0 +1,94 @@
+"""Reading KernelBench problem files as text: constants, rewritten code, refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gauntlet.importers.kbsource import ProblemRefused, module_text, parse_problem
+
+FIXTURES = Path(__file__).parent / "kernelbench" / "KernelBench"
+
+
+def _read(relative: str) -> str:
+    return (FIXTURES / relative).read_text(encoding="utf-8")
+
+
+def _run(text: str, **constants: object) -> tuple[type, object, object]:
+    source = parse_problem(text, "p.py")
+    namespace: dict[str, object] = {}
+    exec(compile(module_text(source), "p.py", "exec"), namespace)
+    problem = namespace["_problem"]
+    return problem(**{**source.constants, **constants})  # type: ignore[operator,no-any-return]
+
+
+def test_constants_of_every_literal_form() -> None:
+    text = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n    def forward(self, x, y):\n        return x\n"
+        "a = 16\nb = 1024 * 2\nc, d = 3, 4\nh = w = 8\nlow = -1.5\nflag = True\n"
+        "shape = (32, 7)\nderived = a * 2\ngroups = a\n"
+        "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"
+    )
+    source = parse_problem(text, "p.py")
+    assert source.constants == {
+        "a": 16, "b": 2048, "c": 3, "d": 4, "h": 8, "w": 8, "low": -1.5,
+        "shape_0": 32, "shape_1": 7,
+    }  # fmt: skip
+    assert source.forward_args == ["x", "y"]
+    # Booleans, derived values and ties stay in the code, recomputed from the constants.
+    assert "flag = True" in source.body
+    assert "derived = a * 2" in source.body
+    assert "shape = (shape_0, shape_1,)" in source.body
+
+
+def test_a_name_assigned_twice_is_not_a_constant() -> None:
+    text = (
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+        "n = 4\nn = 8\ndef get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"
+    )
+    source = parse_problem(text, "p.py")
+    assert source.constants == {}
+    assert source.body[1:3] == ["n = 4", "n = 8"]
+
+
+def test_constants_are_rebound_everywhere_module_globals_included() -> None:
+    model, get_inputs, get_init_inputs = _run(
+        _read("level2/2_Linear_BatchNorm_Shift.py"), batch_size=5, feature_shape_0=7, shift=3.0
+    )
+    (x,) = get_inputs()  # type: ignore[operator]
+    assert tuple(x.shape) == (5, 7)  # the tuple constant follows its element
+    assert get_init_inputs() == [7, 24]  # type: ignore[operator]
+    m = model(*get_init_inputs())  # type: ignore[operator]
+    m.norm.weight.data.zero_()  # the normalised part gone, the output is the global `shift`
+    assert bool((m(x) == 3.0).all())
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (_read("level1/3_Uses_Numpy.py"), "imports numpy"),
+        ("def get_inputs():\n    return []\n", "defines no Model, get_init_inputs"),
+        ("def f(:\n", "not valid Python"),
+    ],
+)
+def test_refusals_name_the_reason(text: str, reason: str) -> None:
+    with pytest.raises(ProblemRefused, match=reason):
+        parse_problem(text, "p.py")
+
+
+def test_refuses_global_statements_and_varargs_forward() -> None:
+    base = "import torch\ndef get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"
+    with pytest.raises(ProblemRefused, match="global"):
+        parse_problem(
+            base + "class Model(torch.nn.Module):\n    def forward(self, x):\n"
+            "        global n\n        return x\n",
+            "p.py",
+        )
+    with pytest.raises(ProblemRefused, match=r"\*args"):
+        parse_problem(
+            base
+            + "class Model(torch.nn.Module):\n    def forward(self, *xs):\n        return xs\n",
+            "p.py",
+        )
