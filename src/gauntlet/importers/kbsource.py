@@ -97,13 +97,13 @@ def parse_problem(text: str, name: str) -> ProblemSource:
             continue
         shape = _literal_tuple(node)
         if shape is not None and assigned[shape[0]] == 1:
-            # `input_shape = (32768,)`: each element a constant of its own (`input_shape_0`),
-            # so sizes inside tuples are reduced and varied with the others.
-            name, values = shape
+            # `input_shape = (32768,)`, `layer_sizes = [400, 800]`: each element a constant of
+            # its own (`input_shape_0`), so sizes inside them are reduced and varied too.
+            name, values, brackets = shape
             elements = {f"{name}_{i}": v for i, v in enumerate(values)}
             if not set(elements) & (set(assigned) | set(constants)):
                 constants.update(elements)
-                body.append(f"{name} = ({', '.join(elements)},)")
+                body.append(f"{name} = {brackets[0]}{', '.join(elements)},{brackets[1]}")
                 continue
         body.append(ast.unparse(node))
     model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
@@ -162,20 +162,21 @@ def _literal_constants(node: ast.stmt) -> dict[str, int | float]:
     return {}
 
 
-def _literal_tuple(node: ast.stmt) -> tuple[str, list[int | float]] | None:
-    """`name = (a, b)` of number literals: the name and the numbers."""
+def _literal_tuple(node: ast.stmt) -> tuple[str, list[int | float], str] | None:
+    """`name = (a, b)` or `name = [a, b]` of number literals: the name, numbers and brackets."""
     if not (
         isinstance(node, ast.Assign)
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.Tuple)
+        and isinstance(node.value, ast.Tuple | ast.List)
         and node.value.elts
     ):
         return None
     numbers = [_number(v) for v in node.value.elts]
     if any(n is None for n in numbers):
         return None
-    return node.targets[0].id, [n for n in numbers if n is not None]
+    brackets = "()" if isinstance(node.value, ast.Tuple) else "[]"
+    return node.targets[0].id, [n for n in numbers if n is not None], brackets
 
 
 def _number(node: ast.expr) -> int | float | None:

@@ -178,7 +178,7 @@ def _rewrite(plan: TaskPlan, checked: CheckReport, rewrites: list[str]) -> str |
     if found_in and "float32" not in found_in and len(plan.analysis.dtypes) > len(found_in):
         # Degenerate only at half precision (a loss that concentrates within 1e-2): the task
         # keeps the dtypes where it is not.
-        first = next(f for f in checked.findings)
+        first = checked.findings[0]
         rewrites.append(f"dtypes {', '.join(sorted(found_in))} dropped: {first.line()}")
         plan.analysis = _without_dtypes(plan.analysis, found_in)
         return "retry"
