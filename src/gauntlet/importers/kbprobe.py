@@ -239,9 +239,8 @@ def _domain(problem: ProblemFunction, c1: Params, sizes: list[str]) -> dict[str,
 
 
 def _odd_below(top: int, low: int) -> int:
-    """An odd, unaligned size near the top of a range (top - 1 when that is odd)."""
-    value = top - 1 if (top - 1) % 2 else top - 2
-    return max(low, value)
+    """An odd, unaligned size at the top of a range: top when odd, else top - 1."""
+    return max(low, top if top % 2 else top - 1)
 
 
 def _configs(
@@ -556,11 +555,12 @@ def _analyze(request: AnalyzeRequest) -> Analysis:
 def check(request: CheckRequest) -> CheckReport:
     """The generated task's reference checks and degeneracy gate, as `tasks check` runs them."""
     from gauntlet.task import load_task
-    from gauntlet.taskcheck import degeneracy_gate, reference_checks
+    from gauntlet.taskcheck import degeneracy_gate, domain_reach, reference_checks
 
     torch.set_num_threads(1)
     task = load_task(Path(request.task_dir))
-    failed = [f"{r.name}: {r.detail}" for r in reference_checks(task) if not r.ok]
+    results = [domain_reach(task), *reference_checks(task)]
+    failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
     return CheckReport(failed_checks=failed, findings=degeneracy_gate(task).findings)
 
 
