@@ -176,7 +176,7 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("kind", SANDBOXES)
 @pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
 def test_the_client_solves_the_task_in_each_sandbox(
-    real_client: RealClient, kind: str, scale_task, make_context, tmp_path: Path
+    real_client: RealClient, kind: str, scale_task, make_context
 ) -> None:
     usable(kind)
     agent = real_client.agent

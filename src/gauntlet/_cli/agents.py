@@ -44,7 +44,7 @@ def list_agents() -> None:
         title=f"CLI clients: does each start in each sandbox ({CHECK_TIMEOUT_S:g} s check, "
         "no model call)"
     )
-    table.add_column("check")
+    table.add_column("check", no_wrap=True)
     for check in checks:
         table.add_column(check.agent, overflow="fold")
     table.add_row("installed", *(escape(c.executable or f"no: {c.install}") for c in checks))
