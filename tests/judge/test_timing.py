@@ -75,6 +75,16 @@ def test_the_judges_clock_agrees_with_honest_events() -> None:
     )
 
 
+def test_a_heavier_host_wrapper_is_not_taken_for_patched_events() -> None:
+    # A tiny config: the candidate's kernels are faster, but its Python wrapper (an autograd
+    # function launching three kernels) costs the host 28 us more a call than the baseline's.
+    baseline = [5.0 + (k % 3) * 0.1 for k in range(40)]
+    candidate = [1.7 + (k % 3) * 0.1 for k in range(40)]
+    walls_b = _walls(baseline, 60.0)
+    walls_c = _walls(candidate, 60.0 + 28.0)
+    assert timing.clock_disagreement(baseline, candidate, walls_b, walls_c) == ""
+
+
 @pytest.mark.parametrize("lie", ["faster_candidate", "slower_baseline"])
 def test_the_judges_clock_catches_patched_events(lie: str) -> None:
     # What really ran: baseline 200 us, candidate 150 us a call.

@@ -171,6 +171,27 @@ class ConfigStart(_Frame):
     config: Name
 
 
+#: A kernel's name as the profiler gives it (demangled C++ names with templates run long).
+KernelName = Annotated[str, Field(max_length=2000)]
+
+
+class KernelTally(_Frame):
+    """One kernel name a call launched: how often and for how long in all."""
+
+    name: KernelName
+    launches: Annotated[int, Field(ge=1)]
+    total_ns: Annotated[int, Field(ge=0)]
+
+
+class CallKernels(_Frame):
+    """The GPU kernels one judged call launched (CUPTI records, by name, longest first)."""
+
+    call: Literal["forward", "backward", "repeat"]
+    kernels: Annotated[list[KernelTally], Field(max_length=MAX_ITEMS)]
+    more: Annotated[int, Field(ge=0)] = 0
+    """Kernel names left out past `MAX_ITEMS` (the shortest)."""
+
+
 class CandidateTrial(_Frame):
     """The candidate's outputs (and gradients) on one trial; the tensors follow the header."""
 
@@ -184,6 +205,9 @@ class CandidateTrial(_Frame):
     repeat_max_diff: Number | None = None
     own_kernels: Annotated[int, Field(ge=0)] | None = None
     """Launches of the submission's own Triton kernels during the trial (None: not counted)."""
+    kernels: Annotated[list[CallKernels], Field(max_length=3)] | None = None
+    """On a GPU: the kernels of each call of the trial (forward, backward, repeat), which the
+    judge attributes to the submission's own code; None where none are recorded (the CPU)."""
     most_ops: Annotated[int, Field(ge=0)] | None = None
     """The most ATen operations one of the trial's calls (forward, backward, repeat) ran, as
     the watch counted them (None: not watched)."""

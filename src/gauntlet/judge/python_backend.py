@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -32,7 +33,7 @@ from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
 from gauntlet.errors import JudgeError
-from gauntlet.judge import correctness, devicelock, guards, protocol, workers
+from gauntlet.judge import attribution, correctness, devicelock, guards, protocol, workers
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
 from gauntlet.judge.channel import (
     ChannelClosed,
@@ -300,6 +301,50 @@ class _Evaluation:
     def watched(self) -> bool:
         """Whether the checks against doing the work in PyTorch apply (not to the baseline)."""
         return not self.request.is_baseline
+
+    @functools.cached_property
+    def own_kernels(self) -> attribution.OwnKernels:
+        """The kernels the built submission defines, read from its files by the judge."""
+        assert self.request.build.artifact is not None
+        return attribution.own_kernels(self.request.build.artifact)
+
+    def kernel_problem(self, trial: protocol.CandidateTrial) -> str:
+        """Why a trial's calls were not the submission's own kernels' work ("" if they were).
+
+        Decided here, against the names the judge read from the submission, on every call that
+        is judged (forward, backward, repeat): the records come from the candidate's process,
+        but which of them count as the submission's is never its say.
+        """
+        if trial.kernels is None:
+            raise _Breach(f"trial {trial.trial} of config {trial.config} came without its kernels")
+        calls: dict[str, protocol.CallKernels] = {c.call: c for c in trial.kernels}
+        expected = ["forward"] + (["repeat"] if trial.repeated else [])
+        if trial.grads is not None:
+            expected.append("backward")
+        missing = [call for call in expected if call not in calls]
+        if missing or len(calls) != len(trial.kernels):
+            raise _Breach(
+                f"trial {trial.trial} of config {trial.config} came without the kernels of its "
+                f"{', '.join(missing) or 'calls (one given twice)'} call"
+            )
+        for call in expected:
+            # A backward that launches nothing (an identity gradient) is fine.
+            names = [k.name for k in calls[call].kernels]
+            problem = self.work_problem(names, f"its {call} call", call == "backward")
+            if problem:
+                return problem
+        return ""
+
+    def work_problem(self, kernels: list[str], where: str, may_be_empty: bool = False) -> str:
+        """Why these kernels of one call are not the submission's own work ("" if they are)."""
+        library = [n for n in kernels if attribution.is_library(n)]
+        if library:
+            return f"library kernels do the work in {where}: {library[:3]}"
+        if kernels and not any(self.own_kernels.owns(n) for n in kernels):
+            return f"none of its own kernels ran in {where} (kernels that did: {kernels[:3]})"
+        if not kernels and not may_be_empty:
+            return f"no kernel ran on the GPU in {where}"
+        return ""
 
     def shown(self, text: str) -> str:
         """A traceback from the candidate's process, cut to the submission's own frames.
@@ -600,8 +645,15 @@ class _Evaluation:
             event_us=summary.event_us,
             spin_us=summary.spin_us,
         )
+        # The worker's profiler pass reports the kernels of a timed call; whose they are is
+        # decided here, as for the checked calls.
+        attributed = (
+            self.work_problem(list(summary.kernels), "the profiled timed call")
+            if self.watched and not summary.problem
+            else ""
+        )
         return result.model_copy(update={"timing": timing_record}), (
-            summary.problem or disagreement
+            summary.problem or attributed or disagreement
         )
 
 
@@ -748,6 +800,15 @@ class _CandidateSession:
                         f"submission ran {trial.most_ops} PyTorch operations (at most "
                         f"{MAX_OPS_PER_CALL} are allowed): the work was done element by element "
                         "in Python, not by its kernels",
+                    )
+                problem = (
+                    self.ev.kernel_problem(trial)
+                    if self.ev.watched and self.ev.request.device.startswith("cuda")
+                    else ""
+                )
+                if not check.reason and problem:
+                    raise _Ended(
+                        "rejected", f"on config {state.config.label()} (trial {index}) {problem}"
                     )
                 if not check.reason and trial.own_kernels == 0 and self.ev.watched:
                     # Right, but not by the submission's own kernels (correctness comes first:

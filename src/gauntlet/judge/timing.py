@@ -376,8 +376,12 @@ def forward_outputs(out: Any, backward: bool) -> list[torch.Tensor]:
     return [t.detach() for t in items if isinstance(t, torch.Tensor)]
 
 
-#: Slack of the judge's clock against the events: IPC jitter, plus a share of the baseline.
-CLOCK_SLACK_US = 25.0
+#: Slack of the judge's clock against the events: IPC jitter and the host's own work in a
+#: call, which the events do not see and which differs between the roles (plus a share of the
+#: baseline). At 25 us, the shipped torch2cuda/bias_gelu_backward expert was rejected on a 1 x 1
+#: config (H200): its autograd wrapper of three launches took 25 us longer on the judge's clock
+#: than PyTorch's eager baseline while its events were 3.3 us faster.
+CLOCK_SLACK_US = 50.0
 CLOCK_SLACK_FRACTION = 0.1
 
 

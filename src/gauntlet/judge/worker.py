@@ -274,10 +274,14 @@ class _Watch:
     profiler's kernel list back them up). Entered once per call of the submission.
     """
 
-    def __init__(self, allowed: frozenset[str]) -> None:
+    def __init__(self, allowed: frozenset[str], kernels: bool = False) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
 
         self.allowed = allowed
+        self.kernels = kernels
+        """Also record the GPU kernels of each entry (CUPTI, through Kineto)."""
+        self.calls: list[tuple[list[protocol.KernelTally], int]] = []
+        """Per entry, when recording kernels: the kernels by name and how many names were cut."""
         seen: list[str] = []
         self.seen = seen
         counted = [0]
@@ -299,7 +303,11 @@ class _Watch:
     def __enter__(self) -> _Watch:
         from torch.autograd import profiler
 
-        recorder = profiler.profile(use_kineto=False, record_shapes=False)
+        recorder = (
+            profiler.profile(use_kineto=True, use_device="cuda", record_shapes=False)
+            if self.kernels
+            else profiler.profile(use_kineto=False, record_shapes=False)
+        )
         mode = self._mode_type()
         self._counted[0] = 0
         recorder.__enter__()
@@ -321,10 +329,32 @@ class _Watch:
                 if op not in self.allowed and op not in self.seen:
                     self.seen.append(op)
         self.most = max(self.most, self._counted[0], recorded)
+        if self.kernels:
+            self.calls.append(_kernel_tally(recorder))
 
     def forbidden(self) -> list[str]:
         """The operations seen that are not allowed, in the order first seen."""
         return list(self.seen)
+
+
+def _kernel_tally(recorder: Any) -> tuple[list[protocol.KernelTally], int]:
+    """The GPU kernels a profiled call launched, by name, longest in all first."""
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+    totals: dict[str, list[int]] = {}
+    for event in recorder.kineto_results.events():
+        name = event.name()
+        if event.device_type() != DeviceType.CUDA or name.lower().startswith(("memcpy", "memset")):
+            continue
+        tally = totals.setdefault(name[:2000], [0, 0])
+        tally[0] += 1
+        tally[1] += max(int(event.duration_ns()), 0)
+    ranked = sorted(totals.items(), key=lambda item: -item[1][1])
+    kept = [
+        protocol.KernelTally(name=name, launches=count, total_ns=ns)
+        for name, (count, ns) in ranked[: protocol.MAX_ITEMS]
+    ]
+    return kept, max(len(ranked) - protocol.MAX_ITEMS, 0)
 
 
 def _poison_free_memory(device: str) -> None:
@@ -624,8 +654,8 @@ def run_candidate(
             for name in wrt:
                 args[name].requires_grad_(True)
             _poison_free_memory(device)
-            watch = _Watch(allowed)
-            backward_watch = _Watch(allowed | AUTOGRAD_OPS)
+            watch = _Watch(allowed, kernels=device == "cuda")
+            backward_watch = _Watch(allowed | AUTOGRAD_OPS, kernels=device == "cuda")
             launched = launches.count if launches is not None else 0
             try:
                 # Forward, backward and the repeat each run under a watch: work moved into
@@ -694,6 +724,7 @@ def run_candidate(
                 repeat_max_diff=repeat_diff,
                 repeated=repeated,
                 own_kernels=launches.count - launched if launches is not None else None,
+                kernels=_call_kernels(watch, backward_watch) if device == "cuda" else None,
                 most_ops=max(watch.most, backward_watch.most),
             )
             _send(fd, header, tensors)
@@ -708,6 +739,15 @@ def run_candidate(
             if _report_tampering(fd, trusted, launches):
                 return
     _send(fd, protocol.Done(event="done"))
+
+
+def _call_kernels(watch: _Watch, backward_watch: _Watch) -> list[protocol.CallKernels]:
+    """A trial's kernels per call: forward, then backward and the repeat where they ran."""
+    tally = protocol.CallKernels
+    calls = [tally(call="forward", kernels=k, more=more) for k, more in watch.calls[:1]]
+    calls += [tally(call="backward", kernels=k, more=more) for k, more in backward_watch.calls[:1]]
+    calls += [tally(call="repeat", kernels=k, more=more) for k, more in watch.calls[1:2]]
+    return calls
 
 
 def _report_tampering(fd: int, trusted: _Trusted, launches: _Launches | None) -> bool:
