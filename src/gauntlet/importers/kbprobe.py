@@ -123,6 +123,8 @@ class CheckReport(_Model):
 
     failed_checks: list[str]
     findings: list[degeneracy.Finding]
+    measured: int
+    """How many (config, distribution) pairs the gate measured."""
 
 
 class _Refused(Exception):
@@ -194,18 +196,30 @@ def _reduce(
     max_bytes: float,
     max_flops: float,
 ) -> tuple[Params, int]:
-    """The shipped constants, sizes halved together until the config fits the caps."""
-    for halvings in range(24):
-        constants: Params = dict(shipped)
-        for name in sizes:
-            value = int(shipped[name])
-            constants[name] = max(math.ceil(value / 2**halvings), min(value, SIZE_MIN))
+    """The shipped constants, sizes halved until the config fits the caps; and the halvings.
+
+    Every size is halved at once while the model still runs; where that breaks it (a channel
+    count no longer divisible by its groups), one size at a time, the largest first.
+    """
+    constants: Params = dict(shipped)
+    halvings = 0
+    while True:
         measured = _valid(problem, constants)
         if measured is None:
             break
         if _bytes32(measured) <= max_bytes and measured.flops <= max_flops:
             return constants, halvings
-        if halvings and all(constants[n] == min(shipped[n], SIZE_MIN) for n in sizes):
+        movable = [n for n in sizes if int(constants[n]) > min(int(shipped[n]), SIZE_MIN)]
+        steps = [movable] + [[n] for n in sorted(movable, key=lambda n: -int(constants[n]))]
+        for step in steps:
+            moved = {
+                **constants,
+                **{n: max(math.ceil(int(constants[n]) / 2), SIZE_MIN) for n in step},
+            }
+            if step and _valid(problem, moved) is not None:
+                constants, halvings = moved, halvings + 1
+                break
+        else:
             break
     raise _Refused(
         f"does not fit {max_bytes / 2**20:.3g} MiB and {max_flops:.3g} flops at any reduction "
@@ -561,7 +575,9 @@ def check(request: CheckRequest) -> CheckReport:
     task = load_task(Path(request.task_dir))
     results = [domain_reach(task), *reference_checks(task)]
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
-    return CheckReport(failed_checks=failed, findings=degeneracy_gate(task).findings)
+    gate = degeneracy_gate(task)
+    measured = len(gate.configs) * len(task.spec.inputs.distributions)
+    return CheckReport(failed_checks=failed, findings=gate.findings, measured=measured)
 
 
 def main(argv: list[str]) -> int:

@@ -10,12 +10,12 @@ effect) or refuse the problem, saying why. The report lists every problem.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -26,13 +26,10 @@ from pydantic import BaseModel, ValidationError
 
 from gauntlet import process
 from gauntlet.errors import ConfigError
-from gauntlet.importers import degeneracy
 from gauntlet.importers.kbprobe import Analysis, AnalyzeRequest, CheckReport, CheckRequest
 from gauntlet.importers.kbsource import ProblemRefused, module_text, parse_problem
 from gauntlet.importers.kbwrite import TaskPlan, write_task
 from gauntlet.importers.report import ImportReport, Outcome, ProblemReport
-
-logger = logging.getLogger(__name__)
 
 #: The input distributions an imported task starts with (KernelBench draws U[0, 1) only).
 DISTRIBUTIONS = ("normal", "uniform")
@@ -173,23 +170,24 @@ def _rewrite(plan: TaskPlan, checked: CheckReport, rewrites: list[str]) -> str |
 
     Returns None when none is needed, 'retry' after one, else the reason to refuse.
     """
-    dtype_of = {str(c["name"]): str(c["dtype"]) for c in plan.analysis.visible}
-    found_in = {dtype_of[f.config] for f in checked.findings}
-    if found_in and "float32" not in found_in and len(plan.analysis.dtypes) > len(found_in):
-        # Degenerate only at half precision (a loss that concentrates within 1e-2): the task
-        # keeps the dtypes where it is not.
-        first = checked.findings[0]
-        rewrites.append(f"dtypes {', '.join(sorted(found_in))} dropped: {first.line()}")
-        plan.analysis = _without_dtypes(plan.analysis, found_in)
-        return "retry"
-    bad = {
-        f.distribution: f for f in checked.findings
-        if f.kind in degeneracy.TRIVIAL or f.kind == "nonfinite"
-    }  # fmt: skip
-    dead = {f.input_name for f in checked.findings if f.kind == "no_effect" and f.input_name}
+    # An input without effect on every measured config and distribution: a parameter is
+    # fixed at zero (a bias cancelled by a norm), anything else makes the problem degenerate.
+    # Without effect on some only, it is a finding of those configs like the others.
+    absent = Counter(f.input_name for f in checked.findings if f.kind == "no_effect")
+    dead = {name for name, count in absent.items() if name and count == checked.measured}
     params = plan.parameter_names()
     if dead - set(params):
         return f"degenerate: input {sorted(dead - set(params))[0]!r} has no effect on the output"
+    findings = [f for f in checked.findings if f.input_name not in dead]
+    dtype_of = {str(c["name"]): str(c["dtype"]) for c in plan.analysis.visible}
+    found_in = {dtype_of[f.config] for f in findings}
+    if found_in and "float32" not in found_in and len(plan.analysis.dtypes) > len(found_in):
+        # Degenerate only at half precision (a loss that concentrates within 1e-2, softmax
+        # values under the atol): the task keeps the dtypes where it is not.
+        rewrites.append(f"dtypes {', '.join(sorted(found_in))} dropped: {findings[0].line()}")
+        plan.analysis = _without_dtypes(plan.analysis, found_in)
+        return "retry"
+    bad = {f.distribution: f for f in findings}
     if not bad and not dead:
         if checked.failed_checks:
             return f"task checks fail: {checked.failed_checks[0]}"
