@@ -279,23 +279,33 @@ def _configs(
     tops = {
         n: _odd_below(hi, lo) if hi - lo >= 2 and hi >= 10 else hi for n, (lo, hi) in domain.items()
     }
+    # Each hidden config with its fallbacks: odd sizes near the top can break a tie that the
+    # sizes at the top (C1's, valid) keep, and a fixed config must reach each maximum.
+    middle_dtype = dtypes[len(dtypes) // 2]
     hidden = [
-        {"name": "H1", **c1, **lows, "dtype": dtypes[0]},
-        {"name": "H2", **c1, **tops, "dtype": dtypes[len(dtypes) // 2]},
-        {"name": "H3", **c1, **lows, **{n: hi for n, (_, hi) in list(domain.items())[:1]},
-         "dtype": dtypes[-1]},
-        {"name": "H4", **c1, **{n: max(1, int(c1[n]) // 2) for n in sizes}, "dtype": dtypes[-1]},
+        [{"name": "H1", **c1, **lows, "dtype": dtypes[0]}],
+        [{"name": "H2", **c1, **tops, "dtype": middle_dtype},
+         {"name": "H2", **c1, "dtype": middle_dtype}],
+        [{"name": "H3", **c1, **lows, **{n: hi for n, (_, hi) in list(domain.items())[:1]},
+          "dtype": dtypes[-1]}],
+        [{"name": "H4", **c1, **{n: max(1, int(c1[n]) // 2) for n in sizes}, "dtype": dtypes[-1]}],
     ]  # fmt: skip
+    return _distinct_valid(problem, [[c] for c in visible]), _distinct_valid(problem, hidden)
+
+
+def _distinct_valid(problem: ProblemFunction, slots: list[list[Params]]) -> list[Params]:
+    """Per slot, the first config that runs on the meta device and repeats none kept."""
+    kept: list[Params] = []
     seen: set[tuple[Any, ...]] = set()
-    kept: list[list[Params]] = [[], []]
-    for which, group in enumerate((visible, hidden)):
-        for params in group:
+    for slot in slots:
+        for params in slot:
             key = tuple(sorted((k, v) for k, v in params.items() if k != "name"))
             constants = {k: v for k, v in params.items() if k not in ("name", "dtype")}
             if key not in seen and _valid(problem, constants) is not None:
                 seen.add(key)
-                kept[which].append(params)
-    return kept[0], kept[1]
+                kept.append(params)
+                break
+    return kept
 
 
 def _classify(name: str, value: torch.Tensor, model: torch.nn.Module) -> Rule:
