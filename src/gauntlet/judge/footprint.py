@@ -1,0 +1,46 @@
+"""The GPU memory a judgment of a config needs at least, checked before any work starts.
+
+A config the device cannot hold would otherwise end in CUDA's out-of-memory error in one of the
+judge's workers, after the builds and imports, and read as a crash. The bound here comes from
+the task's compulsory bytes (`[roofline] bytes`: the inputs read and the outputs written, at
+the config's dtype) and what the two workers hold of them at once while they run side by side:
+the candidate its inputs, their clones and its outputs (twice the bytes), the reference the
+same in float64 (8 / itemsize times the bytes) and its native-dtype outputs (once more). The
+judge's own comparison works in chunks sized to the memory left (`correctness.py`) and is not
+counted.
+"""
+
+from __future__ import annotations
+
+from gauntlet import expr
+from gauntlet.task import Config, Task
+
+_GIB = float(1 << 30)
+
+
+def bytes_needed(task: Task, config: Config) -> int:
+    """A lower bound of the device memory one judgment of `config` holds at once."""
+    variables = config.variables()
+    moved = float(expr.evaluate(task.spec.roofline.bytes, variables))
+    itemsize = float(variables["itemsize"])
+    candidate = 2.0 * moved
+    reference = moved * 8.0 / itemsize + moved
+    return int(candidate + reference)
+
+
+def too_large(task: Task, configs: list[Config], total_bytes: int) -> str:
+    """Why a config cannot be judged on a device of `total_bytes` ("" when every one fits)."""
+    for config in configs:
+        needed = bytes_needed(task, config)
+        if needed > total_bytes:
+            return (
+                f"config {config.label()} needs at least {needed / _GIB:.1f} GiB of device "
+                f"memory to judge (its inputs and outputs, {_moved(task, config) / _GIB:.1f} GiB, "
+                f"held by the candidate and in float64 by the reference at once), and the "
+                f"device has {total_bytes / _GIB:.1f} GiB"
+            )
+    return ""
+
+
+def _moved(task: Task, config: Config) -> float:
+    return float(expr.evaluate(task.spec.roofline.bytes, config.variables()))
