@@ -11,6 +11,7 @@
 #   suite    suite.txt and suite-run.tar.gz: `gauntlet run` with the baseline and expert agents
 #   evidence evidence.json, evidence.md: repeatability, judge cost (scripts/gpu_evidence.py)
 #   cost     cost.json: `gauntlet eval` per candidate, this tree against OLD_TREE, alternating
+#   bench    bench.md: scripts/bench_judge.py, cold vs warm (`gauntlet.Judge`) vs feedback
 # and summary.txt (each step and the exit status).
 #
 # Settings (environment):
@@ -30,6 +31,9 @@
 #   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
 #   OLD_TREE=            for `cost`: the src/ folder of the revision to compare with
 #   COST_TASK=cuda2cuda/matmul   for `cost`: the task whose expert is judged
+#   BENCH_SUITE=gpu-quick        for `bench`: the suite whose experts are judged
+#   BENCH_ARGS=          more scripts/bench_judge.py arguments (e.g. the KernelBench side:
+#                        --kernelbench-eval kb/kb_eval_one.py --kernelbench-case PROBLEM KERNEL)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
@@ -98,6 +102,12 @@ for step in "${steps[@]}"; do
             # shellcheck disable=SC2086
             python3 scripts/judge_cost.py --task "${COST_TASK:-cuda2cuda/matmul}" --tree "new=$PWD/src" \
                 ${OLD_TREE:+--tree "old=$OLD_TREE"} --out "$out/cost.json" 2>&1 | tail -n 30
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
+        bench)
+            # shellcheck disable=SC2086
+            python3 scripts/bench_judge.py --device cuda:0 --suite "${BENCH_SUITE:-gpu-quick}" \
+                --repeats 2 --out "$out/bench.md" ${BENCH_ARGS:-} 2>&1 | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         *)

@@ -17,6 +17,7 @@ import pytest
 from gauntlet import settings
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
+from gauntlet.judge import spares
 from gauntlet.runner import RunConfig, plan_run, resume_run, start_run
 from gauntlet.store import RunStore
 from tests.support.fixtures import TASKS
@@ -52,6 +53,14 @@ def test_run_records_every_task_and_agent(fixture_tasks: Path, tmp_path: Path) -
         assert record.workspace_changes == expected
     lines = (out / "attempts.jsonl").read_text().splitlines()
     assert all(json.loads(line)["schema_version"] == 1 for line in lines)
+    # The run's warm judge (two attempts: spare workers) is closed with nothing left running.
+    assert spares.active() is None
+    workers = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "gauntlet.judge.worker" in " ".join(p.cmdline())
+    ]
+    assert not workers
 
 
 def test_unknown_agent_fails_before_anything_runs(fixture_tasks: Path, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ _EXPORTS = {
     "check_task": "gauntlet.taskcheck",
     # judging
     "judge": "gauntlet.judge.pipeline",
+    "Judge": "gauntlet.judge.service",
     "Verdict": "gauntlet.judge.verdict",
     "ConfigResult": "gauntlet.judge.verdict",
     "Timing": "gauntlet.judge.verdict",

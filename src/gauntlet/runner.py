@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import os
 import platform
 import secrets
 import shutil
@@ -24,12 +25,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gauntlet import devices, process, suites
+from gauntlet import devices, process, settings, suites
 from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings, make_agent
 from gauntlet.agents.child import run_in_child
 from gauntlet.errors import ConfigError, GauntletError, RecordError, RunInterrupted
 from gauntlet.judge import judge
 from gauntlet.judge.seeds import seed_hash
+from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.store import AttemptRecord, RunInfo, RunStore, attempt_id_for, now
 from gauntlet.task import Task
@@ -264,6 +266,7 @@ def _execute(
             store.append(record)
         return record
 
+    warm = _warm_judge(jobs, config.parallel)
     pool = ThreadPoolExecutor(max_workers=config.parallel, thread_name_prefix="attempt")
     try:
         futures = [pool.submit(one, job) for job in jobs]
@@ -292,6 +295,29 @@ def _execute(
         raise RunInterrupted(str(store.root), finished, len(jobs)) from None
     finally:
         pool.shutdown(wait=True)
+        if warm is not None:
+            warm.close()
+
+
+def _warm_judge(jobs: list[Job], parallel: int) -> Judge | None:
+    """The run's judge service: spare workers for its devices, one per parallel attempt.
+
+    None for a single attempt (its judgment could use no spare) or with
+    `GAUNTLET_SPARE_WORKERS=0`.
+    """
+    wanted = os.environ.get(settings.SPARE_WORKERS_ENV, "").strip()
+    try:
+        count = int(wanted) if wanted else parallel
+    except ValueError as err:
+        raise ConfigError(
+            f"{settings.SPARE_WORKERS_ENV}={wanted!r} is not a number of workers"
+        ) from err
+    if count <= 0 or len(jobs) <= 1:
+        return None
+    judge = Judge(spare_workers=count)
+    for device in sorted({job.device for job in jobs if job.device}):
+        judge.warm(device)
+    return judge
 
 
 def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> AttemptRecord:

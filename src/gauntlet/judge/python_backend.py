@@ -33,7 +33,16 @@ from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
 from gauntlet.errors import JudgeError
-from gauntlet.judge import attribution, correctness, devicelock, guards, protocol, workers
+from gauntlet.judge import (
+    attribution,
+    correctness,
+    devicelock,
+    footprint,
+    guards,
+    protocol,
+    spares,
+    workers,
+)
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
 from gauntlet.judge.channel import (
     ChannelClosed,
@@ -265,6 +274,10 @@ class _Evaluation:
         self.tmp = request.workdir / "worker-tmp"
         self.containment = ""
         """How the candidate's process was confined (recorded in the verdict's environment)."""
+        artifact = request.build.artifact
+        self.shown_paths = (str(artifact) if artifact else "", str(self.task.root))
+        """Where the candidate's process sees its submission and the task's files (a spare's
+        slot, or where they are), for cutting its tracebacks to the submission's frames."""
 
     def _confinement(self) -> confine.Confinement | None:
         """What the candidate's process may see, or None where this machine cannot confine.
@@ -290,12 +303,15 @@ class _Evaluation:
         confined = workers.confinement(
             readonly, [self.tmp / "candidate"], hidden=self.task.root, gpu=gpu
         )
-        self.containment = (
-            f"none: {confine.available()}"
-            if confined is None
-            else "namespaces (user, mount, pid, net, ipc)"
-        )
+        self.containment = self._containment(confined)
         return confined
+
+    @staticmethod
+    def _containment(confined: confine.Confinement | None) -> str:
+        """How the candidate's process was confined, for the verdict's environment."""
+        if confined is None:
+            return f"none: {confine.available()}"
+        return "namespaces (user, mount, pid, net, ipc)"
 
     @property
     def watched(self) -> bool:
@@ -353,8 +369,8 @@ class _Evaluation:
         judge, the task's files or libraries are left out, and paths are the submission's
         own file names.
         """
-        artifact = self.request.build.artifact
-        shown = shown_traceback(text, str(artifact) if artifact else "", str(self.task.root))
+        submission_dir, task_root = self.shown_paths
+        shown = shown_traceback(text, submission_dir, task_root)
         # The judge's folders and the interpreter's, as the candidate's process saw them.
         for private in (str(self.request.workdir), sys.prefix, sys.base_prefix):
             shown = shown.replace(private, "<judge>")
@@ -411,7 +427,59 @@ class _Evaluation:
             ),
         )
 
+    def _worker(self, role: spares.Role, request: protocol.WorkerRequest) -> _Worker:
+        """A started worker for `role`: a spare of the open `Judge` service, else a new one.
+
+        A CUDA submission's prebuilt units are read where the build left them (their manifest
+        names the task's folder), so its candidate always starts cold.
+        """
+        pool = spares.active()
+        spare = None
+        if pool is not None and not (role == "candidate" and request.prebuilt is not None):
+            spare = pool.take(role, self.request.device, self.task.root)
+        if spare is None:
+            confinement = self._confinement() if role == "candidate" else None
+            return _Worker(request, self.tmp / role, self.request.device, confinement)
+        if role == "candidate":
+            request = self._stage(spare, request)
+            self.containment = self._containment(spare.confined)
+        worker = _Worker.adopt(spare, request)
+        return worker
+
+    def _stage(
+        self, spare: spares.Spare, request: protocol.WorkerRequest
+    ) -> protocol.WorkerRequest:
+        """Copy what the candidate runs into the spare's slot; the request, pointed there."""
+        spec = self.task.spec
+        files = [spec.reference.file, spec.inputs.file]
+        if spec.baseline is not None:
+            files.append(spec.baseline.file)
+        for name in files:
+            target = spare.task_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.task.path(name), target)
+        artifact = self.request.build.artifact
+        assert artifact is not None and request.submission is not None
+        shutil.copytree(artifact, spare.submission_dir, dirs_exist_ok=True)
+        self.shown_paths = (str(spare.submission_dir), str(spare.task_dir))
+        return request.model_copy(
+            update={
+                "task_root": str(spare.task_dir),
+                "submission": request.submission.model_copy(
+                    update={"dir": str(spare.submission_dir)}
+                ),
+            }
+        )
+
     def run(self) -> Evaluation:
+        if self.request.device.startswith("cuda"):
+            # Before any worker starts: a config the GPU cannot hold is the task's (or the
+            # caller's) problem, named with the bytes it needs, not a worker's OOM crash.
+            problem = footprint.too_large(
+                self.task, [s.config for s in self.states], _device_bytes(self.request.device)
+            )
+            if problem:
+                raise JudgeError(f"'{self.task.task_id}' cannot be judged here: {problem}")
         self.tmp.mkdir(parents=True, exist_ok=True)
         keys = {
             s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
@@ -421,15 +489,8 @@ class _Evaluation:
         reference = None
         try:
             if missing:
-                reference = _Worker(
-                    self._request("reference", missing), self.tmp / "reference", self.request.device
-                )
-            candidate = _Worker(
-                self._request("candidate", self.states),
-                self.tmp / "candidate",
-                self.request.device,
-                confinement=self._confinement(),
-            )
+                reference = self._worker("reference", self._request("reference", missing))
+            candidate = self._worker("candidate", self._request("candidate", self.states))
         except OSError as err:
             raise JudgeError(
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
@@ -1013,6 +1074,14 @@ def _compare_device(device: str) -> str:
     return device if device.startswith("cuda") else "cpu"
 
 
+def _device_bytes(device: str) -> int:
+    """The GPU's total memory (the orchestrator compares outputs on it, so CUDA is up anyway)."""
+    import torch
+
+    index = int(device.split(":")[1]) if ":" in device else 0
+    return int(torch.cuda.get_device_properties(index).total_memory)
+
+
 def _sol_us(task: Task, config: Config, device: str) -> float | None:
     """The config's speed-of-light time on the device, in microseconds."""
     from gauntlet.judge.roofline import device_peaks, sol_seconds
@@ -1174,16 +1243,28 @@ class _Worker:
         confinement: confine.Confinement | None = None,
     ) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
+        # The worker sets its own memory limit from the request (a spare serves any limit).
         self.handle = workers.WorkerHandle(
             "gauntlet.judge.worker",
             env=workers.worker_env(tmp, device, private_cache=confinement is not None),
             cwd=tmp,
-            memory_limit_bytes=request.memory_limit_bytes,
             confined=confinement,
+            args=(device.split(":")[0],),
         )
+        self.spare: spares.Spare | None = None
         self.send(request)
         self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
         """What came instead of 'ready' (a frame or the channel's error), for the next read."""
+
+    @classmethod
+    def adopt(cls, spare: spares.Spare, request: protocol.WorkerRequest) -> _Worker:
+        """A spare worker (imports done, waiting for its request), given its request."""
+        worker = cls.__new__(cls)
+        worker.handle = spare.handle
+        worker.spare = spare
+        worker._early = None
+        worker.send(request)
+        return worker
 
     @property
     def child(self) -> process.Child:
@@ -1224,4 +1305,7 @@ class _Worker:
         return self.handle.finish(grace_s)
 
     def close(self) -> None:
-        self.handle.close()
+        if self.spare is not None:
+            self.spare.discard()
+        else:
+            self.handle.close()

@@ -22,6 +22,7 @@ import importlib.util
 import json
 import math
 import os
+import resource
 import sys
 import time
 import traceback
@@ -893,28 +894,42 @@ def _short_traceback(limit_chars: int = 6000) -> str:
     return text if len(text) <= limit_chars else "...\n" + text[-limit_chars:]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Worker entry point: read the request, run the role, answer on the result pipe."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    request_fd, result_fd = int(args[0]), int(args[1])
-    # Nothing the submission starts may inherit either end of the judge's channel.
-    os.set_inheritable(request_fd, False)
-    os.set_inheritable(result_fd, False)
-    commands = FrameReader(request_fd)
-    request = protocol.parse_request(commands.read(None)[0])
-    if request.device == "cpu":
+def _import_trusted(device: str) -> None:
+    """Import what every role relies on, before any request (and so any submission) arrives.
+
+    Done first, so that a worker started ahead of its judgment (a spare, `spares.py`) has paid
+    for its imports while it waits. The GPU is not touched: importing does not initialise CUDA.
+    """
+    if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
     torch.manual_seed(0)
-    if request.language == "triton":
+    if importlib.util.find_spec("triton") is not None:
         import triton  # noqa: F401 - the trusted import comes before the submission's
-    if request.device == "cuda":
+    if device == "cuda":
         import torch.profiler  # noqa: F401 - trusted before the submission, like timing
     # The watch's pieces, trusted before the submission like the rest.
     import torch.autograd.profiler  # noqa: F401
     import torch.utils._python_dispatch  # noqa: F401
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE`; import, read the request, run the role."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    request_fd, result_fd, device = int(args[0]), int(args[1]), args[2]
+    # Nothing the submission starts may inherit either end of the judge's channel.
+    os.set_inheritable(request_fd, False)
+    os.set_inheritable(result_fd, False)
+    _import_trusted(device)
+    commands = FrameReader(request_fd)
+    request = protocol.parse_request(commands.read(None)[0])
+    if request.device != device:
+        raise SystemExit(f"worker: started for {device}, asked to run on {request.device}")
+    if request.memory_limit_bytes:
+        # Set here rather than at the process's start, so one spare serves any task's limit.
+        limit = request.memory_limit_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if request.language == "cuda" and request.prebuilt is not None:
         from gauntlet.judge import cuda_build
 

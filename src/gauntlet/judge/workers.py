@@ -125,8 +125,9 @@ class WorkerHandle:
         cwd: Path,
         memory_limit_bytes: int = 0,
         confined: confine.Confinement | None = None,
+        args: Sequence[str] = (),
     ) -> None:
-        """Start `python -m module COMMAND_FD RESULT_FD`.
+        """Start `python -m module COMMAND_FD RESULT_FD [ARGS...]`.
 
         Raises:
             OSError: The process could not be started.
@@ -142,7 +143,7 @@ class WorkerHandle:
                 limit = memory_limit_bytes
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        argv = [sys.executable, "-m", module, str(request_r), str(result_w)]
+        argv = [sys.executable, "-m", module, str(request_r), str(result_w), *args]
         if confined is not None:
             argv = confine.confined_argv(argv, confined)
         try:

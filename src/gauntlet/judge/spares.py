@@ -1,0 +1,235 @@
+"""Spare judge workers: started ahead of their judgments, so a judgment does not wait for imports.
+
+A Python worker imports PyTorch and Triton before it reads its request
+(`worker._import_trusted`): seconds of every judgment. While a `SparePool` is active (a
+`Judge` service is open, as during a run) it keeps started workers per role and device waiting
+for a request; a judgment takes one, and another is started in its place in the background.
+Every judgment still gets fresh processes that have run nothing before; only their imports
+happened earlier.
+
+A candidate spare is confined from its start (`confine.py`), so what it will see is fixed then:
+a slot folder of its own, whose `task/` and `submission/` it sees read-only and `tmp/` writable.
+The judge copies the task files the candidate runs and the built submission into the slot when
+it takes the spare. A spare whose read-only view would hold a task's folder (a checkout on the
+import path that holds the task suite) is never given that task's judgment.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from gauntlet import confine, settings
+from gauntlet.judge import workers
+
+logger = logging.getLogger(__name__)
+
+Role = Literal["reference", "candidate"]
+
+
+@dataclass
+class Spare:
+    """A started worker waiting for its request, and the slot folder it was started with."""
+
+    role: Role
+    device: str
+    handle: workers.WorkerHandle
+    slot: Path
+    confined: confine.Confinement | None
+
+    @property
+    def task_dir(self) -> Path:
+        """Where the judge copies the task files a candidate runs (shown to it read-only)."""
+        return self.slot / "task"
+
+    @property
+    def submission_dir(self) -> Path:
+        """Where the judge copies the built submission (shown to a candidate read-only)."""
+        return self.slot / "submission"
+
+    @property
+    def tmp(self) -> Path:
+        """The worker's own writable folder (its HOME, TMPDIR and working directory)."""
+        return self.slot / "tmp"
+
+    def shows(self, path: Path) -> bool:
+        """Whether the worker can see `path` (everything where it is not confined)."""
+        if self.confined is None:
+            return True
+        shown = [*self.confined.readonly, *self.confined.writable]
+        return any(path.resolve().is_relative_to(Path(p)) for p in shown)
+
+    def discard(self) -> None:
+        """Stop the worker and remove its slot."""
+        self.handle.close()
+        shutil.rmtree(self.slot, ignore_errors=True)
+
+
+def start_spare(role: Role, device: str, root: Path) -> Spare:
+    """Start a worker for `role` on `device` that waits for its request.
+
+    Raises:
+        OSError: The process could not be started.
+    """
+    slot = Path(tempfile.mkdtemp(prefix=f"{role}-", dir=root))
+    for part in ("task", "submission", "tmp"):
+        (slot / part).mkdir()
+    gpu = device.startswith(("cuda", "rocm"))
+    confined = None
+    if role == "candidate":
+        readonly = [slot / "task", slot / "submission"]
+        cuda_cache = settings.CACHE_DIR / "cuda"
+        if gpu and cuda_cache.is_dir():
+            readonly.append(cuda_cache)
+        if gpu and workers.shared_triton_cache().is_dir():
+            readonly.append(workers.shared_triton_cache())
+        confined = workers.confinement(readonly, [slot / "tmp"], hidden=settings.TASKS_DIR, gpu=gpu)
+    try:
+        handle = workers.WorkerHandle(
+            "gauntlet.judge.worker",
+            env=workers.worker_env(slot / "tmp", device, private_cache=confined is not None),
+            cwd=slot / "tmp",
+            confined=confined,
+            args=(device.split(":")[0],),
+        )
+    except OSError:
+        shutil.rmtree(slot, ignore_errors=True)
+        raise
+    return Spare(role, device, handle, slot, confined)
+
+
+class SparePool:
+    """Started workers per (role, device), `size` of each, refilled in the background."""
+
+    def __init__(self, root: Path, size: int = 1) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="spares-", dir=root))
+        self.size = max(size, 1)
+        self._spares: list[Spare] = []
+        self._wanted: set[tuple[Role, str]] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._closed = False
+        self.taken = 0
+        """Judgments that got a spare worker."""
+        self._filler = threading.Thread(target=self._fill, name="judge-spares", daemon=True)
+        self._filler.start()
+
+    def warm(self, device: str) -> None:
+        """Start spares of both roles for `device` (judgments there will find them ready)."""
+        with self._lock:
+            self._wanted.update({("reference", device), ("candidate", device)})
+            self._wake.notify_all()
+
+    def wait_started(self, device: str, timeout_s: float) -> bool:
+        """Wait until a spare of each role for `device` has been started (not yet imported)."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while not all(
+                any(s.role == role and s.device == device for s in self._spares)
+                for role in ("reference", "candidate")
+            ):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return False
+                self._wake.wait(left)
+        return True
+
+    def take(self, role: Role, device: str, hidden: Path) -> Spare | None:
+        """A spare for `role` on `device` that cannot see `hidden`, or None (start one cold).
+
+        Either way the pool keeps `size` spares of this kind started for the next judgment.
+        """
+        with self._lock:
+            if self._closed:
+                return None
+            self._wanted.add((role, device))
+            self._wake.notify_all()
+            self._drop_dead()
+            for spare in self._spares:
+                if spare.role != role or spare.device != device:
+                    continue
+                if spare.confined is not None and spare.shows(hidden):
+                    # (An unconfined spare sees all, as a cold worker here would.)
+                    continue
+                self._spares.remove(spare)
+                self.taken += 1
+                return spare
+        return None
+
+    def count(self, role: Role, device: str) -> int:
+        """Live spares of this kind (they may still be importing)."""
+        with self._lock:
+            self._drop_dead()
+            return sum(s.role == role and s.device == device for s in self._spares)
+
+    def close(self) -> None:
+        """Stop every spare and the filler; remove the slots."""
+        with self._lock:
+            self._closed = True
+            spares, self._spares = self._spares, []
+            self._wake.notify_all()
+        self._filler.join(timeout=60)
+        for spare in spares:
+            spare.discard()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _fill(self) -> None:
+        while True:
+            with self._lock:
+                needed = self._needed()
+                while not needed and not self._closed:
+                    self._wake.wait()
+                    needed = self._needed()
+                if self._closed:
+                    return
+            role, device = needed[0]
+            try:
+                spare = start_spare(role, device, self.root)
+            except OSError as err:
+                logger.warning("cannot start a spare %s worker on %s: %s", role, device, err)
+                with self._lock:
+                    self._wanted.discard((role, device))
+                continue
+            with self._lock:
+                if self._closed:
+                    spare.discard()
+                    return
+                self._spares.append(spare)
+                self._wake.notify_all()
+
+    def _drop_dead(self) -> None:
+        """Forget spares that died waiting (the filler starts others in their place)."""
+        dead = [s for s in self._spares if s.handle.child.poll() is not None]
+        for spare in dead:
+            self._spares.remove(spare)
+            threading.Thread(target=spare.discard, daemon=True).start()
+
+    def _needed(self) -> list[tuple[Role, str]]:
+        """Kinds with fewer than `size` live spares."""
+        self._drop_dead()
+        live = [(s.role, s.device) for s in self._spares]
+        return [kind for kind in sorted(self._wanted) if live.count(kind) < self.size]
+
+
+_active: SparePool | None = None
+_active_lock = threading.Lock()
+
+
+def active() -> SparePool | None:
+    """The pool of the open `Judge` service, if any."""
+    return _active
+
+
+def activate(pool: SparePool | None) -> SparePool | None:
+    """Make `pool` the one judgments take spares from; returns the one it replaces."""
+    global _active
+    with _active_lock:
+        previous, _active = _active, pool
+    return previous
