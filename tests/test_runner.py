@@ -29,7 +29,10 @@ def fixture_tasks(monkeypatch: pytest.MonkeyPatch) -> Path:
     return TASKS
 
 
-def test_run_records_every_task_and_agent(fixture_tasks: Path, tmp_path: Path) -> None:
+def test_run_records_every_task_and_agent(
+    fixture_tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(settings.SPARE_WORKERS_ENV, "1")  # whatever the cores here
     out = tmp_path / "run"
     config = RunConfig(agents=["baseline", "expert"], seed=3, device="cpu", parallel=2)
     store = start_run(config, out)

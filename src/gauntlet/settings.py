@@ -28,7 +28,7 @@ TRITON_TRUSTED_CACHE_ENV = "GAUNTLET_TRITON_TRUSTED_CACHE"
 """Set by the judge in a candidate's worker: the Triton cache it reads but never writes."""
 SPARE_WORKERS_ENV = "GAUNTLET_SPARE_WORKERS"
 """Spare judge workers a run keeps started per role and device (default: one per parallel
-attempt; 0: none, every judgment starts its workers cold)."""
+attempt on a host of 8 cores or more, else none; 0: none, every judgment starts cold)."""
 
 #: Environment variables a worker process keeps; everything else is scrubbed.
 WORKER_ENV_KEEP = (
