@@ -61,6 +61,11 @@ def stopping() -> Iterator[None]:
         _stopping.clear()
 
 
+def is_stopping() -> bool:
+    """Whether this process is stopping its children (a child that died now was killed)."""
+    return _stopping.is_set()
+
+
 @dataclass(frozen=True)
 class Finished:
     """How a child process ended."""

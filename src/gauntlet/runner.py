@@ -419,7 +419,8 @@ def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> At
 
 def _run_agent(job: Job, ctx: AgentContext) -> AgentResult:
     result = run_in_child(job.agent, ctx)
-    if result.status == "error":
+    if result.status == "error" and not process.is_stopping():
+        # (An agent killed by a stopping run is not news: the run says it stopped.)
         logger.warning("agent %s failed on %s: %s", job.agent, job.attempt_id, result.message)
     if result.sandbox is None and result.status in ("timeout", "error"):
         # A child killed at its budget, or dead, reports nothing: its sandbox is the agent's,
