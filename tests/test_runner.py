@@ -19,7 +19,7 @@ from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
 from gauntlet.judge import spares
 from gauntlet.runner import RunConfig, plan_run, resume_run, start_run
-from gauntlet.store import RunStore
+from gauntlet.store import MAX_ATTEMPT_ID, RunStore, attempt_id_for
 from tests.support.fixtures import TASKS
 
 
@@ -380,3 +380,17 @@ def test_a_cli_agent_run_against_a_dead_base_url_fails_before_anything_runs(
         assert jobs
     finally:
         server.shutdown()
+
+
+def test_a_long_generic_command_still_makes_a_folder_name() -> None:
+    # A generic agent's spec holds its command line, paths included (a checkout 140 characters
+    # deep made attempt folders past the 255-byte name limit).
+    command = "generic:sandbox=none:sh -c 'cp " + "/very/long/checkout" * 20 + "/kernel.py .'"
+    first = attempt_id_for("triton2triton/scale_add", command, 0)
+    other = attempt_id_for("triton2triton/scale_add", command.replace(".'", "x'"), 0)
+    assert len(first) <= MAX_ATTEMPT_ID and first != other
+    assert first.startswith("triton2triton__scale_add--generic_sandbox_none_sh")
+    assert first.endswith("--0")
+    assert attempt_id_for("triton2triton/scale_add", "expert", 2) == (
+        "triton2triton__scale_add--expert--2"
+    )

@@ -8,6 +8,7 @@ loses no finished attempt. A torn last line (the process died mid-write) is skip
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -104,10 +105,25 @@ class AttemptRecord(BaseModel):
     """Files of the submission kept under `attempts/<attempt_id>/submission/`."""
 
 
+#: The longest attempt id kept whole: an id is a folder name (at most 255 bytes on Linux), and a
+#: `generic:` agent's spec holds its whole command line, paths included.
+MAX_ATTEMPT_ID = 120
+
+
 def attempt_id_for(task_id: str, agent: str, index: int) -> str:
-    """The stable id of an attempt."""
+    """The stable id of an attempt: readable, and a folder name whatever the agent's spec.
+
+    An id longer than `MAX_ATTEMPT_ID` keeps the start of the agent's spec and a hash of all
+    of it, so two agents that differ only late in a long command still get two ids.
+    """
     safe_agent = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in agent)
-    return f"{task_id.replace('/', '__')}--{safe_agent}--{index}"
+    task = task_id.replace("/", "__")
+    whole = f"{task}--{safe_agent}--{index}"
+    if len(whole) <= MAX_ATTEMPT_ID:
+        return whole
+    digest = hashlib.sha256(agent.encode()).hexdigest()[:12]
+    room = max(MAX_ATTEMPT_ID - len(task) - len(str(index)) - len(digest) - 6, 8)
+    return f"{task}--{safe_agent[:room]}-{digest}--{index}"
 
 
 class RunStore:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
 from gauntlet._cli import agents as agents_cli
@@ -29,7 +30,10 @@ def test_agents_lists_what_is_usable_here(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.delenv("CURSOR_API_KEY", raising=False)
-    result = CliRunner().invoke(cli(), ["agents"], env={"COLUMNS": "300"})
+    # Wide enough for a checkout path of any length: the console took its width from COLUMNS
+    # when it was made, before this test (a 139-character checkout wrapped the path at 80).
+    monkeypatch.setattr(agents_cli, "out", Console(width=1000, highlight=False, soft_wrap=True))
+    result = CliRunner().invoke(cli(), ["agents"])
     assert result.exit_code == 0, result.output
     rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if "│" in line}
     assert "yes" in rows["claude-code"] and str(FAKES / "claude") in rows["claude-code"]

@@ -890,8 +890,23 @@ def _max_diff(first: Sequence[torch.Tensor], second: Sequence[Any]) -> float | N
 
 
 def _short_traceback(limit_chars: int = 6000) -> str:
+    """The exception being handled, within `limit_chars`.
+
+    The frames say where the submission failed, so a long message is what gets cut (a message
+    of thousands of paths once pushed the submission's own frame out of a tail-cut text).
+    """
     text = traceback.format_exc()
-    return text if len(text) <= limit_chars else "...\n" + text[-limit_chars:]
+    if len(text) <= limit_chars:
+        return text
+    kind, value, tb = sys.exc_info()
+    frames = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(tb))
+    if len(frames) > limit_chars // 2:
+        frames = "...\n" + frames[-(limit_chars // 2) :]
+    message = "".join(traceback.format_exception_only(kind, value))
+    room = limit_chars - len(frames)
+    if len(message) > room:
+        message = message[: room - 20] + "\n[... message cut]\n"
+    return frames + message
 
 
 def _import_trusted(device: str) -> None:
