@@ -15,7 +15,7 @@ from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request, eval_request
 def _reference_worker(tmp_path: Path) -> _Worker:
     task = SCALE_ADD()
     evaluation = _Evaluation(cpu_request(task, task.root / "expert", tmp_path))
-    return _Worker(evaluation._request("reference", evaluation.states), tmp_path / "w", "cpu")
+    return _Worker.start(evaluation._request("reference", evaluation.states), tmp_path / "w", "cpu")
 
 
 def test_a_worker_waits_for_start_and_does_nothing_without_it(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import itertools
 import json
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -97,7 +98,7 @@ class Served:
 _ids = itertools.count(1)
 
 
-class FakeModelServer:
+class FakeModelServer(ABC):
     """The HTTP server shared by the three APIs; subclasses render answers."""
 
     #: Path suffix of a model request.
@@ -156,22 +157,21 @@ class FakeModelServer:
                 self.served.errors.append(step)
         return step
 
-    @staticmethod
-    def last_tool_output(body: dict[str, Any]) -> str:
+    def last_tool_output(self, body: dict[str, Any]) -> str:
         """The output of the last tool call the client sent back in this request."""
-        raise NotImplementedError
+        raise AssertionError(f"{type(self).__name__}: this API's fake carries no tool calls")
 
     def error_body(self, fail: Fail) -> dict[str, Any]:
         """The JSON body of an error answer."""
         return {"error": {"message": fail.message, "type": "invalid_request_error"}}
 
+    @abstractmethod
     def render(self, turn: Turn, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The events of a streamed answer."""
-        raise NotImplementedError
 
     def render_whole(self, turn: Turn, body: dict[str, Any]) -> dict[str, Any]:
-        """A non-streamed answer."""
-        raise NotImplementedError
+        """A non-streamed answer (only where the real client asks for one)."""
+        raise AssertionError(f"{type(self).__name__}: the client asked for a non-streamed answer")
 
     def other(self, method: str, path: str) -> tuple[int, dict[str, Any]]:
         """The answer to any request that is not a model call."""

@@ -20,27 +20,30 @@ _GIB = float(1 << 30)
 
 def bytes_needed(task: Task, config: Config) -> int:
     """A lower bound of the device memory one judgment of `config` holds at once."""
-    variables = config.variables()
-    moved = float(expr.evaluate(task.spec.roofline.bytes, variables))
-    itemsize = float(variables["itemsize"])
-    candidate = 2.0 * moved
-    reference = moved * 8.0 / itemsize + moved
-    return int(candidate + reference)
+    return int(_held(_moved(task, config), config))
 
 
 def too_large(task: Task, configs: list[Config], total_bytes: int) -> str:
     """Why a config cannot be judged on a device of `total_bytes` ("" when every one fits)."""
     for config in configs:
-        needed = bytes_needed(task, config)
+        moved = _moved(task, config)
+        needed = _held(moved, config)
         if needed > total_bytes:
             return (
                 f"config {config.label()} needs at least {needed / _GIB:.1f} GiB of device "
-                f"memory to judge (its inputs and outputs, {_moved(task, config) / _GIB:.1f} GiB, "
-                f"held by the candidate and in float64 by the reference at once), and the "
-                f"device has {total_bytes / _GIB:.1f} GiB"
+                f"memory to judge (its inputs and outputs, {moved / _GIB:.1f} GiB, held by the "
+                f"candidate and in float64 by the reference at once), and the device has "
+                f"{total_bytes / _GIB:.1f} GiB"
             )
     return ""
 
 
 def _moved(task: Task, config: Config) -> float:
+    """The config's compulsory bytes: its inputs read and outputs written."""
     return float(expr.evaluate(task.spec.roofline.bytes, config.variables()))
+
+
+def _held(moved: float, config: Config) -> float:
+    """What the candidate (twice the bytes) and the reference (float64, and native) hold."""
+    itemsize = float(config.variables()["itemsize"])
+    return 2.0 * moved + moved * 8.0 / itemsize + moved

@@ -439,12 +439,11 @@ class _Evaluation:
             spare = pool.take(role, self.request.device, self.task.root)
         if spare is None:
             confinement = self._confinement() if role == "candidate" else None
-            return _Worker(request, self.tmp / role, self.request.device, confinement)
+            return _Worker.start(request, self.tmp / role, self.request.device, confinement)
         if role == "candidate":
             request = self._stage(spare, request)
             self.containment = self._containment(spare.confined)
-        worker = _Worker.adopt(spare, request)
-        return worker
+        return _Worker.adopt(spare, request)
 
     def _stage(
         self, spare: spares.Spare, request: protocol.WorkerRequest
@@ -1237,34 +1236,33 @@ class _Worker:
 
     def __init__(
         self,
+        handle: workers.WorkerHandle,
+        request: protocol.WorkerRequest,
+        spare: spares.Spare | None = None,
+    ) -> None:
+        self.handle = handle
+        self.spare = spare
+        """The spare the worker came from (its slot goes with it), if any."""
+        self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
+        """What came instead of 'ready' (a frame or the channel's error), for the next read."""
+        self.send(request)
+
+    @classmethod
+    def start(
+        cls,
         request: protocol.WorkerRequest,
         tmp: Path,
         device: str,
         confinement: confine.Confinement | None = None,
-    ) -> None:
+    ) -> _Worker:
+        """A new worker process, given its request."""
         tmp.mkdir(parents=True, exist_ok=True)
-        # The worker sets its own memory limit from the request (a spare serves any limit).
-        self.handle = workers.WorkerHandle(
-            "gauntlet.judge.worker",
-            env=workers.worker_env(tmp, device, private_cache=confinement is not None),
-            cwd=tmp,
-            confined=confinement,
-            args=(device.split(":")[0],),
-        )
-        self.spare: spares.Spare | None = None
-        self.send(request)
-        self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
-        """What came instead of 'ready' (a frame or the channel's error), for the next read."""
+        return cls(workers.python_worker(tmp, device, confinement), request)
 
     @classmethod
     def adopt(cls, spare: spares.Spare, request: protocol.WorkerRequest) -> _Worker:
         """A spare worker (imports done, waiting for its request), given its request."""
-        worker = cls.__new__(cls)
-        worker.handle = spare.handle
-        worker.spare = spare
-        worker._early = None
-        worker.send(request)
-        return worker
+        return cls(spare.handle, request, spare)
 
     @property
     def child(self) -> process.Child:

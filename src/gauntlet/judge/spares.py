@@ -91,13 +91,7 @@ def start_spare(role: Role, device: str, root: Path) -> Spare:
             readonly.append(workers.shared_triton_cache())
         confined = workers.confinement(readonly, [slot / "tmp"], hidden=settings.TASKS_DIR, gpu=gpu)
     try:
-        handle = workers.WorkerHandle(
-            "gauntlet.judge.worker",
-            env=workers.worker_env(slot / "tmp", device, private_cache=confined is not None),
-            cwd=slot / "tmp",
-            confined=confined,
-            args=(device.split(":")[0],),
-        )
+        handle = workers.python_worker(slot / "tmp", device, confined)
     except OSError:
         shutil.rmtree(slot, ignore_errors=True)
         raise

@@ -190,3 +190,20 @@ class WorkerHandle:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def python_worker(tmp: Path, device: str, confined: confine.Confinement | None) -> WorkerHandle:
+    """Start a judge worker (`gauntlet.judge.worker`) for `device`, waiting for its request.
+
+    It imports PyTorch and Triton first, and sets its memory limit from the request.
+
+    Raises:
+        OSError: The process could not be started.
+    """
+    return WorkerHandle(
+        "gauntlet.judge.worker",
+        env=worker_env(tmp, device, private_cache=confined is not None),
+        cwd=tmp,
+        confined=confined,
+        args=(device.split(":")[0],),
+    )
