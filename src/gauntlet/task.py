@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from gauntlet import expr
+from gauntlet import expr, knobs
 from gauntlet.errors import TaskFormatError
 
 Track = Literal["triton2triton", "cuda2cuda", "torch2triton", "torch2cuda", "accel"]
@@ -283,6 +283,53 @@ class DeterminismSpec(_Model):
     """Largest allowed max-abs difference when `bitwise` is false (atomics)."""
 
 
+#: Most points a knob space may hold (every point must be enumerable for a search).
+MAX_KNOB_POINTS = 100_000
+
+
+class AutotuneSpec(_Model):
+    """Knobs for the `autotune` agent: constants of a template file and the values to try.
+
+    Each knob is a constant the template defines once (`gauntlet.knobs`); the template's own
+    value must be one of the knob's values, so the template is a point of the space.
+    """
+
+    template: str
+    """Task file whose constants are tuned (the expert's or the baseline's file)."""
+    file: str | None = None
+    """Submission file the tuned template becomes (default: the first submission file)."""
+    knobs: dict[str, list[ParamValue]] = Field(min_length=1)
+    """Knob name -> the values to try."""
+    constraint: str | None = None
+    """An expression over the knobs that every tried point must satisfy."""
+
+    @field_validator("knobs")
+    @classmethod
+    def _values(cls, value: dict[str, list[ParamValue]]) -> dict[str, list[ParamValue]]:
+        size = 1
+        for name, values in value.items():
+            if not name.isidentifier():
+                raise ValueError(f"knob name '{name}' is not an identifier")
+            if not values:
+                raise ValueError(f"knob '{name}' has no values")
+            if len(set(map(repr, values))) != len(values):
+                raise ValueError(f"knob '{name}' repeats a value: {values}")
+            size *= len(values)
+        if size > MAX_KNOB_POINTS:
+            raise ValueError(f"the knobs span {size} points (at most {MAX_KNOB_POINTS})")
+        return value
+
+    @model_validator(mode="after")
+    def _constraint_names(self) -> AutotuneSpec:
+        if self.constraint is not None:
+            unknown = expr.names(self.constraint) - set(self.knobs)
+            if unknown:
+                raise ValueError(
+                    f"constraint '{self.constraint}' uses {sorted(unknown)}, which are not knobs"
+                )
+        return self
+
+
 class TaskSpec(_Model):
     """The content of `task.toml`."""
 
@@ -306,8 +353,8 @@ class TaskSpec(_Model):
     backward: BackwardSpec | None = None
     expert: ExpertSpec | None = None
     budget: BudgetSpec = BudgetSpec()
-    knobs: dict[str, list[ParamValue]] = Field(default_factory=dict)
-    """Tuning knobs (name -> values) for the autotune agent."""
+    autotune: AutotuneSpec | None = None
+    """Tuning knobs of a template (constants the `autotune` agent searches)."""
     allowed_calls: list[str] = Field(default_factory=list)
     """Library calls the static guards allow although they could do the task's work."""
     trials: int = Field(default=2, ge=1, le=16)
@@ -445,6 +492,7 @@ def load_task(folder: Path | str, expected_id: str | None = None) -> Task:
     _check_track(spec, toml_path)
     _check_files(task, toml_path)
     _check_expressions(task, toml_path)
+    _check_autotune(task, toml_path)
     if expected_id is not None and spec.id != expected_id:
         raise TaskFormatError(
             str(toml_path), "id", f"expected '{expected_id}' (the folder's path in the suite)"
@@ -551,3 +599,25 @@ def _check_expressions(task: Task, toml_path: Path) -> None:
                         f"configs.hidden.domain.{name}",
                         f"dtype '{dtype}' may be drawn but has no [tolerance.{dtype}]",
                     )
+
+
+def _check_autotune(task: Task, toml_path: Path) -> None:
+    """Every knob a constant of the template once, whose value is one of the knob's values."""
+    tuning = task.spec.autotune
+    if tuning is None:
+        return
+    where = str(toml_path)
+    path = _existing(task, toml_path, "autotune.template", tuning.template)
+    target = tuning.file or task.spec.submission.files[0]
+    if target not in task.spec.submission.files:
+        files = task.spec.submission.files
+        raise TaskFormatError(where, "autotune.file", f"'{target}' is not one of {files}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        point = knobs.template_point(text, tuning.template, tuning.knobs)
+    except knobs.KnobError as err:
+        raise TaskFormatError(where, "autotune.knobs", str(err)) from err
+    if tuning.constraint is not None and not expr.evaluate(tuning.constraint, point):
+        raise TaskFormatError(
+            where, "autotune.constraint", f"the template's own point {point} breaks it"
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import GENERATORS, generate
 from .catalog import TASKS
-from .taskfiles import render
+from .taskfiles import knobs, render
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,7 @@ def main() -> int:
     stale = []
     for name in args.tasks or sorted(GENERATORS):
         files = dict(zip(("baseline.asm", "expert.asm"), generate(name), strict=True))
-        files["task.toml"] = render(TASKS[name])
+        files["task.toml"] = render(TASKS[name], knobs(files["expert.asm"]))
         for file, text in files.items():
             path = ROOT / name / file
             if args.check:

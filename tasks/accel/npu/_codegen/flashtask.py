@@ -34,8 +34,13 @@ def _layout(a: Asm) -> None:
     a.equ("NT", "cdiv(N, MLEN)")
     a.equ("MT", "cdiv(M, MLEN)")
     a.equ("NS", f"MLEN // {VL}")
-    a.comment("key tiles per block: two blocks of k and v fit MSRAM, one block of scores VSRAM")
-    a.equ("BT", f"max(1, min(NT, MSRAM_WORDS // (4 * KD * {T}), VSRAM_WORDS // (2 * {T})))")
+    a.comment("key tiles per block: two blocks of k and v fit MSRAM, one block of scores VSRAM;")
+    a.comment("at most BT_CAP, a knob of the autotune agent (task.toml's [autotune])")
+    a.equ("BT_CAP", "NT")
+    a.equ(
+        "BT",
+        f"max(1, min(NT, BT_CAP, MSRAM_WORDS // (4 * KD * {T}), VSRAM_WORDS // (2 * {T})))",
+    )
     a.equ("VOFF", f"BT * KD * {T}")
     a.equ("QP", "0")
     a.equ("SP", f"QP + KD * {T}")

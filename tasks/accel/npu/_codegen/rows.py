@@ -140,8 +140,13 @@ def expert(k: RowKernel) -> str:
     a = Asm(k.title, "expert: double-buffered row blocks")
     _common(a, k)
     buffers = len(k.ins) + len(k.outs)
-    a.comment("rows per block: a quarter of the rows (so blocks overlap) that fit twice")
-    a.equ("RB", f"max(1, min(cdiv({k.rows}, 4), (VSRAM_WORDS - BUFS) // (2 * {buffers} * CPV)))")
+    a.comment("rows per block: a share of the rows (so blocks overlap) that fit twice; the")
+    a.comment("share is a knob of the autotune agent (task.toml's [autotune])")
+    a.equ("RB_SPLIT", "4")
+    a.equ(
+        "RB",
+        f"max(1, min(cdiv({k.rows}, RB_SPLIT), (VSRAM_WORDS - BUFS) // (2 * {buffers} * CPV)))",
+    )
     a.equ("NB", f"cdiv({k.rows}, RB)")
     for side, base in (("A", 0), ("B", 1)):
         for i in range(len(k.ins)):

@@ -7,6 +7,7 @@ convention, symbols, what varies, what is judged).
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -57,6 +58,20 @@ class TaskDef:
     timeout_s: int = 60
 
 
+#: Values the autotune agent tries per knob of the experts (by the knob's name without the
+#: stage prefix of a block task): the share of rows per block, the key tiles per block.
+KNOB_VALUES: dict[str, list[ParamValue]] = {
+    "RB_SPLIT": [1, 2, 4, 8, 16],
+    "BT_CAP": [1, 2, 4, 8, "NT"],
+}
+_KNOB = re.compile(r"^\.equ ((?:\w+_)?(" + "|".join(KNOB_VALUES) + r")),", re.MULTILINE)
+
+
+def knobs(expert: str) -> dict[str, list[ParamValue]]:
+    """The knobs an expert source defines (`.equ` of a name in KNOB_VALUES), with their values."""
+    return {m.group(1): KNOB_VALUES[m.group(2)] for m in _KNOB.finditer(expert)}
+
+
 def _value(value: ParamValue) -> str:
     if isinstance(value, str):
         return f'"{value}"'
@@ -71,8 +86,8 @@ def _wrap(text: str) -> str:
     return textwrap.fill(" ".join(text.split()), width=96)
 
 
-def render(t: TaskDef) -> str:
-    """The task.toml text."""
+def render(t: TaskDef, tuned: dict[str, list[ParamValue]] | None = None) -> str:
+    """The task.toml text; `tuned`: the expert's knobs, for the autotune agent."""
     regions = "\n".join(f"- {line}" for line in t.regions)
     rules = RULES.format(baseline=t.baseline.strip())
     description = "\n\n".join([_wrap(t.what), _wrap(CONTRACT), regions, _wrap(rules)])
@@ -131,4 +146,8 @@ def render(t: TaskDef) -> str:
         'files = { "kernel.asm" = "expert.asm" }',
         "",
     ]
+    if tuned:
+        lines += ["[autotune]", 'template = "expert.asm"', "", "[autotune.knobs]"]
+        lines += [f"{k} = [{', '.join(map(_value, v))}]" for k, v in tuned.items()]
+        lines.append("")
     return "\n".join(lines)

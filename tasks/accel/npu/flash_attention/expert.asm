@@ -4,8 +4,10 @@
 .equ NT, cdiv(N, MLEN)
 .equ MT, cdiv(M, MLEN)
 .equ NS, MLEN // min(MLEN, VLEN)
-    ; key tiles per block: two blocks of k and v fit MSRAM, one block of scores VSRAM
-.equ BT, max(1, min(NT, MSRAM_WORDS // (4 * KD * MLEN * MLEN), VSRAM_WORDS // (2 * MLEN * MLEN)))
+    ; key tiles per block: two blocks of k and v fit MSRAM, one block of scores VSRAM;
+    ; at most BT_CAP, a knob of the autotune agent (task.toml's [autotune])
+.equ BT_CAP, NT
+.equ BT, max(1, min(NT, BT_CAP, MSRAM_WORDS // (4 * KD * MLEN * MLEN), VSRAM_WORDS // (2 * MLEN * MLEN)))
 .equ VOFF, BT * KD * MLEN * MLEN
 .equ QP, 0
 .equ SP, QP + KD * MLEN * MLEN

@@ -25,8 +25,10 @@
     dwait 7
     la a8, x + (0) * itemsize
     la a12, y + (0) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ RB, max(1, min(cdiv(ROWS, 4), (VSRAM_WORDS - BUFS) // (2 * 2 * CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ RB_SPLIT, 4
+.equ RB, max(1, min(cdiv(ROWS, RB_SPLIT), (VSRAM_WORDS - BUFS) // (2 * 2 * CPV)))
 .equ NB, cdiv(ROWS, RB)
 .equ IN_0_A, BUFS + (0) * RB * CPV
 .equ OUT_0_A, BUFS + (1) * RB * CPV

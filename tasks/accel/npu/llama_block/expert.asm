@@ -25,8 +25,10 @@
     dwait 7
     la a8, x + (0) * itemsize
     la a12, hn + (0) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ N1_RB, max(1, min(cdiv(S, 4), (VSRAM_WORDS - N1_BUFS) // (2 * 2 * N1_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ N1_RB_SPLIT, 4
+.equ N1_RB, max(1, min(cdiv(S, N1_RB_SPLIT), (VSRAM_WORDS - N1_BUFS) // (2 * 2 * N1_CPV)))
 .equ N1_NB, cdiv(S, N1_RB)
 .equ N1_IN_0_A, N1_BUFS + (0) * N1_RB * N1_CPV
 .equ N1_OUT_0_A, N1_BUFS + (1) * N1_RB * N1_CPV
@@ -798,8 +800,10 @@ PV_b_stream_3:
     la a11, sin + (0) * itemsize
     la a12, q + (0) * itemsize
     la a13, q + (D // 2) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ RQ_RB, max(1, min(cdiv(S * H, 4), (VSRAM_WORDS - RQ_BUFS) // (2 * 6 * RQ_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ RQ_RB_SPLIT, 4
+.equ RQ_RB, max(1, min(cdiv(S * H, RQ_RB_SPLIT), (VSRAM_WORDS - RQ_BUFS) // (2 * 6 * RQ_CPV)))
 .equ RQ_NB, cdiv(S * H, RQ_RB)
 .equ RQ_IN_0_A, RQ_BUFS + (0) * RQ_RB * RQ_CPV
 .equ RQ_IN_1_A, RQ_BUFS + (1) * RQ_RB * RQ_CPV
@@ -1022,8 +1026,10 @@ PV_b_stream_3:
     la a11, sin + (0) * itemsize
     la a12, k + (0) * itemsize
     la a13, k + (D // 2) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ RK_RB, max(1, min(cdiv(S * H, 4), (VSRAM_WORDS - RK_BUFS) // (2 * 6 * RK_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ RK_RB_SPLIT, 4
+.equ RK_RB, max(1, min(cdiv(S * H, RK_RB_SPLIT), (VSRAM_WORDS - RK_BUFS) // (2 * 6 * RK_CPV)))
 .equ RK_NB, cdiv(S * H, RK_RB)
 .equ RK_IN_0_A, RK_BUFS + (0) * RK_RB * RK_CPV
 .equ RK_IN_1_A, RK_BUFS + (1) * RK_RB * RK_CPV
@@ -1749,8 +1755,10 @@ PO_b_stream_3:
     dwait 7
     la a8, x2 + (0) * itemsize
     la a12, hn + (0) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ N2_RB, max(1, min(cdiv(S, 4), (VSRAM_WORDS - N2_BUFS) // (2 * 2 * N2_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ N2_RB_SPLIT, 4
+.equ N2_RB, max(1, min(cdiv(S, N2_RB_SPLIT), (VSRAM_WORDS - N2_BUFS) // (2 * 2 * N2_CPV)))
 .equ N2_NB, cdiv(S, N2_RB)
 .equ N2_IN_0_A, N2_BUFS + (0) * N2_RB * N2_CPV
 .equ N2_OUT_0_A, N2_BUFS + (1) * N2_RB * N2_CPV

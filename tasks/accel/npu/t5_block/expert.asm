@@ -25,8 +25,10 @@
     dwait 7
     la a8, x + (0) * itemsize
     la a12, hn + (0) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ N1_RB, max(1, min(cdiv(S, 4), (VSRAM_WORDS - N1_BUFS) // (2 * 2 * N1_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ N1_RB_SPLIT, 4
+.equ N1_RB, max(1, min(cdiv(S, N1_RB_SPLIT), (VSRAM_WORDS - N1_BUFS) // (2 * 2 * N1_CPV)))
 .equ N1_NB, cdiv(S, N1_RB)
 .equ N1_IN_0_A, N1_BUFS + (0) * N1_RB * N1_CPV
 .equ N1_OUT_0_A, N1_BUFS + (1) * N1_RB * N1_CPV
@@ -1298,8 +1300,10 @@ O1_b_stream_3:
     dwait 7
     la a8, x2 + (0) * itemsize
     la a12, hn + (0) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ N2_RB, max(1, min(cdiv(S, 4), (VSRAM_WORDS - N2_BUFS) // (2 * 2 * N2_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ N2_RB_SPLIT, 4
+.equ N2_RB, max(1, min(cdiv(S, N2_RB_SPLIT), (VSRAM_WORDS - N2_BUFS) // (2 * 2 * N2_CPV)))
 .equ N2_NB, cdiv(S, N2_RB)
 .equ N2_IN_0_A, N2_BUFS + (0) * N2_RB * N2_CPV
 .equ N2_OUT_0_A, N2_BUFS + (1) * N2_RB * N2_CPV
@@ -2558,8 +2562,10 @@ O2_b_stream_3:
     dwait 7
     la a8, x3 + (0) * itemsize
     la a12, hn + (0) * itemsize
-    ; rows per block: a quarter of the rows (so blocks overlap) that fit twice
-.equ N3_RB, max(1, min(cdiv(S, 4), (VSRAM_WORDS - N3_BUFS) // (2 * 2 * N3_CPV)))
+    ; rows per block: a share of the rows (so blocks overlap) that fit twice; the
+    ; share is a knob of the autotune agent (task.toml's [autotune])
+.equ N3_RB_SPLIT, 4
+.equ N3_RB, max(1, min(cdiv(S, N3_RB_SPLIT), (VSRAM_WORDS - N3_BUFS) // (2 * 2 * N3_CPV)))
 .equ N3_NB, cdiv(S, N3_RB)
 .equ N3_IN_0_A, N3_BUFS + (0) * N3_RB * N3_CPV
 .equ N3_OUT_0_A, N3_BUFS + (1) * N3_RB * N3_CPV

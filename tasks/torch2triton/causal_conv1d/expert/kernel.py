@@ -12,6 +12,7 @@ import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)
 BLOCK_L = 1024
+NUM_WARPS = 4
 
 
 @triton.jit
@@ -37,6 +38,6 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> 
     y = torch.empty_like(x)
     block = min(BLOCK_L, max(64, triton.next_power_of_2(seqlen)))
     conv_forward_kernel[(batch * dim, triton.cdiv(seqlen, block))](
-        x, weight, bias, y, dim, seqlen, width, BLOCK_L=block, num_warps=4,
+        x, weight, bias, y, dim, seqlen, width, BLOCK_L=block, num_warps=NUM_WARPS,
     )
     return y

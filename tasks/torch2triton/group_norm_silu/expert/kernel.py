@@ -20,6 +20,7 @@ STATS_BLOCK = 2048
 APPLY_BLOCK = 2048
 #: Target number of statistics programs (several per SM on an H100/H200).
 TARGET_PROGRAMS = 1024
+NUM_WARPS = 8
 
 
 @triton.jit
@@ -96,11 +97,11 @@ def group_norm_silu(
     mean = torch.empty((n_groups, split), dtype=torch.float32, device=x.device)
     m2 = torch.empty((n_groups, split), dtype=torch.float32, device=x.device)
     stats_kernel[(n_groups, split)](
-        x, mean, m2, group_size, segment, split, BLOCK=STATS_BLOCK, num_warps=8,
+        x, mean, m2, group_size, segment, split, BLOCK=STATS_BLOCK, num_warps=NUM_WARPS,
     )
     y = torch.empty_like(x)
     apply_kernel[(n_groups, triton.cdiv(group_size, APPLY_BLOCK))](
         x, weight, bias, y, mean, m2, group_size, segment, split, hw,
-        channels_per_group, groups, eps, BLOCK=APPLY_BLOCK, num_warps=8,
+        channels_per_group, groups, eps, BLOCK=APPLY_BLOCK, num_warps=NUM_WARPS,
     )
     return y

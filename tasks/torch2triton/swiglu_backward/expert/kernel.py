@@ -12,6 +12,7 @@ import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)
 BLOCK = 2048
+NUM_WARPS = 8
 
 
 @triton.jit
@@ -42,7 +43,7 @@ class SwiGLUFunction(torch.autograd.Function):
     def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         y = torch.empty_like(gate)
         n = gate.numel()
-        forward_kernel[(triton.cdiv(n, BLOCK),)](gate, up, y, n, BLOCK=BLOCK, num_warps=8)
+        forward_kernel[(triton.cdiv(n, BLOCK),)](gate, up, y, n, BLOCK=BLOCK, num_warps=NUM_WARPS)
         ctx.save_for_backward(gate, up)
         return y
 
@@ -53,7 +54,7 @@ class SwiGLUFunction(torch.autograd.Function):
         dg = torch.empty_like(gate)
         du = torch.empty_like(up)
         n = gate.numel()
-        backward_kernel[(triton.cdiv(n, BLOCK),)](gate, up, dy, dg, du, n, BLOCK=BLOCK, num_warps=8)
+        backward_kernel[(triton.cdiv(n, BLOCK),)](gate, up, dy, dg, du, n, BLOCK=BLOCK, num_warps=NUM_WARPS)
         return dg, du
 
 

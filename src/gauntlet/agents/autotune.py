@@ -1,0 +1,218 @@
+"""`autotune`: the agent with no model. It searches the knobs a task declares and submits the best.
+
+A task's `[autotune]` table names a template (its expert or baseline file) and the values of
+some of its constants (`gauntlet.knobs`). The agent renders points of that space, judges each
+through a warm `gauntlet.Judge` in `feedback` mode (the visible configs only, with the attempt's
+own seed: never the hidden configs nor the run's secret seed), and writes the fastest point
+that passed into the workspace. The search is `autotune_search`: the whole grid when it fits the
+judge-call budget, else a seeded model-based search.
+
+Options (`autotune:calls=12,seconds=120`): `calls`, judgments per task (the template's own
+point included); `seconds`, wall seconds of searching (never past the attempt's wall budget).
+On a device whose verdicts carry no times (`cpu`) nothing can be ranked: the agent judges the
+template's point and submits it when it passes (else the first point that does).
+A task that declares no knobs, or whose points all fail, gets the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from gauntlet.agents.autotune_search import KnobSpace, Point, Search
+from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent
+from gauntlet.agents.options import number, parse_options
+from gauntlet.judge.service import Judge
+from gauntlet.knobs import Value, apply, template_point
+from gauntlet.task import AutotuneSpec, Task
+
+DEFAULT_CALLS = 12
+OPTIONS = {
+    "calls": f"judgments per task, the template's point included (default {DEFAULT_CALLS})",
+    "seconds": "wall seconds of searching per task (default: the attempt's wall budget)",
+}
+#: Seconds kept from the attempt's wall budget for writing the result.
+_RESERVE_S = 5.0
+#: Characters of a failed point's reason kept in the transcript.
+_REASON_CHARS = 400
+
+
+class AutotuneTrial(BaseModel):
+    """One judged point of the search: a line of the transcript."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["autotune_trial"] = "autotune_trial"
+    schema_version: int = 1
+    index: int
+    """Judgment number, from 0 (the template's own point)."""
+    search: Literal["grid", "model"]
+    knobs: dict[str, Value]
+    status: str
+    """The feedback verdict's status (`pass`, `incorrect`, ...)."""
+    speedup: float | None
+    """Geometric mean speedup over the visible configs (None: failed, or an untimed device)."""
+    duration_s: float
+    reason: str = ""
+
+
+class AutotuneChoice(BaseModel):
+    """What the agent submitted: the last line of the transcript."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["autotune_choice"] = "autotune_choice"
+    schema_version: int = 1
+    knobs: dict[str, Value] | None
+    """The submitted point (None: the baseline was submitted)."""
+    speedup: float | None
+    judge_calls: int
+    space_size: int
+    message: str
+
+
+class AutotuneAgent:
+    """Searches a task's declared knobs on the warm judge and submits the fastest passing point."""
+
+    name = "autotune"
+
+    def __init__(self, calls: int = DEFAULT_CALLS, seconds: float | None = None) -> None:
+        self.calls = calls
+        self.seconds = seconds
+
+    def run(self, ctx: AgentContext) -> AgentResult:
+        """Search, then write the best point (or the baseline) into the workspace."""
+        started = time.monotonic()
+        ctx.transcript.parent.mkdir(parents=True, exist_ok=True)
+        ctx.transcript.write_text("", encoding="utf-8")
+        tuning = ctx.task.spec.autotune
+        if tuning is None:
+            _write(ctx.workspace, ctx.task.baseline_files())
+            return self._finish(ctx, started, None, None, 0, 0, "no knobs declared: the baseline")
+        space = KnobSpace(tuning.knobs, tuning.constraint)
+        template = ctx.task.path(tuning.template).read_text(encoding="utf-8")
+        start = space.point_of(template_point(template, tuning.template, tuning.knobs))
+        search = Search(space, start, self.calls, ctx.seed)
+        budget_s = ctx.budget.wall_s - _RESERVE_S
+        if self.seconds is not None:
+            budget_s = min(budget_s, self.seconds)
+        best: tuple[float, Point] | None = None
+        calls = 0
+        timed = True
+        with (
+            tempfile.TemporaryDirectory(prefix="gauntlet-autotune-") as tmp,
+            Judge(device=ctx.device) as judge,
+        ):
+            base = _base_files(ctx.task, tuning, ctx.workspace)
+            last_s = 0.0
+            while calls < self.calls and time.monotonic() - started + last_s <= budget_s:
+                point = search.propose()
+                if point is None:
+                    break
+                files = _render(base, tuning, template, ctx.task, space.assignment(point))
+                folder = Path(tmp) / f"point-{calls}"
+                _write(folder, files)
+                judged = time.monotonic()
+                verdict = judge.eval(ctx.task, folder, mode="feedback", seed=ctx.seed)
+                last_s = time.monotonic() - judged
+                shutil.rmtree(folder)
+                calls += 1
+                speedup = verdict.speedup if verdict.passed else None
+                timed = timed and (not verdict.passed or verdict.timed)
+                search.record(point, math.log(speedup) if speedup else None)
+                _append(
+                    ctx.transcript,
+                    AutotuneTrial(
+                        index=calls - 1,
+                        search=search.kind,  # type: ignore[arg-type]
+                        knobs=space.assignment(point),
+                        status=verdict.status,
+                        speedup=speedup,
+                        duration_s=round(last_s, 3),
+                        reason=verdict.reason[:_REASON_CHARS],
+                    ),
+                )
+                if verdict.passed and (best is None or (speedup or 0.0) > best[0]):
+                    best = (speedup or 0.0, point)
+                if verdict.passed and not verdict.timed:
+                    break  # nothing to rank on an untimed device: the first pass is the answer
+        if best is None:
+            _write(ctx.workspace, ctx.task.baseline_files())
+            note = f"no point of {len(space)} passed in {calls} judgments: the baseline"
+            return self._finish(ctx, started, None, None, calls, len(space), note)
+        knobs = space.assignment(best[1])
+        _write(ctx.workspace, _render(base, tuning, template, ctx.task, knobs))
+        shown = f"speedup {best[0]:.3f}" if timed else "untimed device, correctness only"
+        note = f"{search.kind} search, {calls} of {len(space)} points judged: {knobs} ({shown})"
+        speedup = best[0] if timed else None
+        return self._finish(ctx, started, knobs, speedup, calls, len(space), note)
+
+    def _finish(
+        self,
+        ctx: AgentContext,
+        started: float,
+        knobs: dict[str, Value] | None,
+        speedup: float | None,
+        calls: int,
+        size: int,
+        message: str,
+    ) -> AgentResult:
+        choice = AutotuneChoice(
+            knobs=knobs, speedup=speedup, judge_calls=calls, space_size=size, message=message
+        )
+        _append(ctx.transcript, choice)
+        return AgentResult(
+            status="finished",
+            usage=Usage(wall_s=time.monotonic() - started, turns=calls, tool_calls=calls),
+            message=message,
+            transcript=ctx.transcript,
+        )
+
+
+def _base_files(task: Task, tuning: AutotuneSpec, workspace: Path) -> dict[str, str]:
+    """The submission's files around the tuned one: the expert's when it is the template."""
+    files = {
+        name: (workspace / name).read_text(encoding="utf-8")
+        for name in task.spec.submission.files
+        if (workspace / name).is_file()
+    }
+    expert = task.spec.expert
+    if expert is not None and tuning.template in expert.files.values():
+        files.update(task.expert_files() or {})
+    return files
+
+
+def _render(
+    base: dict[str, str], tuning: AutotuneSpec, template: str, task: Task, knobs: dict[str, Value]
+) -> dict[str, str]:
+    target = tuning.file or task.spec.submission.files[0]
+    return {**base, target: apply(template, tuning.template, knobs)}
+
+
+def _write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _append(transcript: Path, record: BaseModel) -> None:
+    with transcript.open("a", encoding="utf-8") as out:
+        out.write(record.model_dump_json() + "\n")
+
+
+@agent("autotune")
+def _autotune(argument: str) -> AutotuneAgent:
+    options = parse_options("autotune", argument, OPTIONS)
+    calls = int(number("autotune", "calls", options.get("calls", str(DEFAULT_CALLS))))
+    seconds = options.get("seconds")
+    return AutotuneAgent(
+        calls=max(calls, 1),
+        seconds=number("autotune", "seconds", seconds) if seconds is not None else None,
+    )
