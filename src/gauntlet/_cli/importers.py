@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -13,11 +14,15 @@ from gauntlet import settings
 from gauntlet._cli.output import out
 from gauntlet.errors import ConfigError
 
+if TYPE_CHECKING:
+    from gauntlet.importers import ImportReport, ProblemReport
+
 
 def register(app: typer.Typer) -> None:
     """Add the `import` command group."""
     group = typer.Typer(help="Import another benchmark's problems as tasks.", no_args_is_help=True)
     group.command("kernelbench")(kernelbench)
+    group.command("robust-kbench")(robust_kbench)
     app.add_typer(group, name="import")
 
 
@@ -67,15 +72,48 @@ def kernelbench(
         max_flops=max_gflop * 1e9,
         jobs=jobs,
     )
-    report = import_kernelbench(
-        path,
-        out_dir,
-        options,
-        on_problem=lambda p: out.print(
-            f"{p.problem}: {p.outcome}" + (f" ({escape(p.reason)})" if p.reason else "")
-        ),
+    report = import_kernelbench(path, out_dir, options, on_problem=_print_problem)
+    _print_report(report, f"KernelBench import into {out_dir}", out_dir)
+
+
+def robust_kbench(
+    path: Path = typer.Argument(..., help="A robust-kbench checkout (or its tasks/ folder)."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Where the task folders go."),
+    tasks: str = typer.Option(
+        None, "--tasks", help="Task folder names, e.g. layernorm,mnist_pool."
+    ),
+    ports: bool = typer.Option(False, "--ports", help="Also the KernelBench v0 ports."),
+    track: str = typer.Option("torch2cuda", "--track", help="torch2cuda or torch2triton."),
+    max_mb: float = typer.Option(2048, "--max-mb", help="Cap on a config's compulsory MiB."),
+    max_gflop: float = typer.Option(1000, "--max-gflop", help="Cap on a config's GFLOP."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Problems analysed at once."),
+) -> None:
+    """Import robust-kbench tasks, forward and backward; writes import_report.json beside them."""
+    from gauntlet.importers import ImportOptions, import_robust_kbench
+
+    if not path.is_dir():
+        raise ConfigError(f"'{path}' is not a folder; give a robust-kbench checkout")
+    options = ImportOptions(
+        track=track,
+        id_prefix=_id_prefix(out_dir),
+        max_bytes=int(max_mb * 2**20),
+        max_flops=max_gflop * 1e9,
+        jobs=jobs,
     )
-    table = Table(title=f"KernelBench import into {out_dir}")
+    names = [n.strip() for n in tasks.split(",") if n.strip()] if tasks else None
+    report = import_robust_kbench(
+        path, out_dir, options, ports=ports, names=names, on_problem=_print_problem
+    )
+    _print_report(report, f"robust-kbench import into {out_dir}", out_dir)
+
+
+def _print_problem(problem: ProblemReport) -> None:
+    reason = f" ({escape(problem.reason)})" if problem.reason else ""
+    out.print(f"{problem.problem}: {problem.outcome}{reason}")
+
+
+def _print_report(report: ImportReport, title: str, out_dir: Path) -> None:
+    table = Table(title=title)
     table.add_column("outcome")
     table.add_column("problems", justify="right")
     for outcome, count in report.counts().items():

@@ -68,6 +68,9 @@ class AnalyzeRequest(_Model):
     """Cap on a config's compulsory bytes (inputs, parameters and outputs, in float32)."""
     max_flops: float
     """Cap on a config's flops."""
+    configs: list[dict[str, int | float]] = []
+    """The source's own configs (constants they set), each reduced to the caps, as the visible
+    configs in float32 instead of C1..C3 (robust-kbench's cross product); empty: C1..C3."""
 
 
 class ForwardInput(_Model):
@@ -308,6 +311,23 @@ def _distinct_valid(problem: ProblemFunction, slots: list[list[Params]]) -> list
     return kept
 
 
+def _given(
+    problem: ProblemFunction, request: AnalyzeRequest, sizes: list[str], notes: list[str]
+) -> list[Params]:
+    """The source's own configs as visible configs in float32, each reduced to the caps."""
+    kept: list[Params] = []
+    for config in request.configs:
+        shipped = {**request.constants, **config}
+        reduced, halvings = _reduce(problem, shipped, sizes, request.max_bytes, request.max_flops)
+        params = {"name": f"C{len(kept) + 1}", **reduced, "dtype": "float32"}
+        if any({**k, "name": ""} == {**params, "name": ""} for k in kept):
+            continue
+        if halvings:
+            notes.append(f"config {config} halved {halvings} times to fit the caps")
+        kept.append(params)
+    return kept
+
+
 def _classify(name: str, value: torch.Tensor, model: torch.nn.Module) -> Rule:
     """How a parameter was initialised: fan-in uniform, a constant, or measured normal."""
     flat = value.detach().double().reshape(-1)
@@ -495,6 +515,7 @@ def _host(value: Any) -> Any:
     """A tensor as NumPy, floats widened to float64 (the gate's ground truth); others as is."""
     if not isinstance(value, torch.Tensor):
         return value
+    value = value.detach()  # robust-kbench's backward inputs require grad
     return (value.double() if value.is_floating_point() else value).numpy()
 
 
@@ -562,6 +583,8 @@ def _analyze(request: AnalyzeRequest) -> Analysis:
     dtypes = _dtypes(problem, small, dropout_off)
     domain = _domain(problem, c1, sizes)
     visible, hidden = _configs(problem, c1, sizes, domain, dtypes)
+    if request.configs:
+        visible = _given(problem, request, sizes, notes)
     constants_of = [
         {k: v for k, v in p.items() if k not in ("name", "dtype")} for p in visible + hidden
     ]

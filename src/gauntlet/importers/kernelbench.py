@@ -120,27 +120,49 @@ def import_problem(level: int, path: Path, out: Path, options: ImportOptions) ->
     problem = f"level{level}/{path.name}"
     name = task_name(level, path)
     folder = out / name
-
-    def refuse(reason: str, findings: list[str] | None = None) -> ProblemReport:
-        shutil.rmtree(folder, ignore_errors=True)
-        return ProblemReport(problem=problem, outcome="refused", reason=reason,
-                             source_findings=findings or [])  # fmt: skip
-
     try:
         source = parse_problem(path.read_text(encoding="utf-8"), problem)
     except (ProblemRefused, UnicodeDecodeError) as err:
-        return refuse(str(err))
+        return refused(problem, folder, str(err))
+    plan = TaskPlan(task_id=f"{options.id_prefix}/{name}", problem=problem, level=level,
+                    track=options.track, source=source, analysis=Analysis(),
+                    distributions=list(DISTRIBUTIONS))  # fmt: skip
+    return import_plan(plan, folder, options)
+
+
+def refused(
+    problem: str, folder: Path, reason: str, findings: list[str] | None = None
+) -> ProblemReport:
+    """A refusal: the report line, and no task folder left behind."""
+    shutil.rmtree(folder, ignore_errors=True)
+    return ProblemReport(problem=problem, outcome="refused", reason=reason,
+                         source_findings=findings or [])  # fmt: skip
+
+
+def import_plan(
+    plan: TaskPlan,
+    folder: Path,
+    options: ImportOptions,
+    configs: Sequence[dict[str, int | float]] = (),
+) -> ProblemReport:
+    """A parsed problem analysed, written, checked, then rewritten or refused.
+
+    `configs`: the source's own configs, the visible configs instead of C1..C3 (robust-kbench).
+    """
+    problem, source = plan.problem, plan.source
+
+    def refuse(reason: str, findings: list[str] | None = None) -> ProblemReport:
+        return refused(problem, folder, reason, findings)
+
     request = AnalyzeRequest(module_text=module_text(source), constants=source.constants,
                              forward_args=source.forward_args, max_bytes=options.max_bytes,
-                             max_flops=options.max_flops)  # fmt: skip
+                             max_flops=options.max_flops, configs=list(configs))  # fmt: skip
     analysis = _probe("analyze", request, Analysis, options.timeout_s)
     if isinstance(analysis, str):
         return refuse(analysis)
     if analysis.refused is not None:
         return refuse(analysis.refused)
-    plan = TaskPlan(task_id=f"{options.id_prefix}/{name}", problem=problem, level=level,
-                    track=options.track, source=source, analysis=analysis,
-                    distributions=list(DISTRIBUTIONS))  # fmt: skip
+    plan.analysis = analysis
     rewrites: list[str] = list(analysis.rewrites)
     found = analysis.kernelbench_findings
     for _ in range(REWRITE_ROUNDS):

@@ -38,7 +38,7 @@ class ImportReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
-    source: Literal["kernelbench"]
+    source: Literal["kernelbench", "robust-kbench"]
     path: str
     """Where the problems were read."""
     out: str
