@@ -7,7 +7,7 @@ own seed: never the hidden configs nor the run's secret seed), and writes the fa
 that passed into the workspace. The search is `autotune_search`: the whole grid when it fits the
 judge-call budget, else a seeded model-based search.
 
-Options (`autotune:calls=12,seconds=120`): `calls`, judgments per task (the template's own
+Options (`autotune:calls=8,seconds=120`): `calls`, judgments per task (the template's own
 point included); `seconds`, wall seconds of searching (never past the attempt's wall budget).
 On a device whose verdicts carry no times (`cpu`) nothing can be ranked: the agent judges the
 template's point and submits it when it passes (else the first point that does).
@@ -20,6 +20,7 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -32,7 +33,7 @@ from gauntlet.judge.service import Judge
 from gauntlet.knobs import Value, apply, template_point
 from gauntlet.task import AutotuneSpec, Task
 
-DEFAULT_CALLS = 12
+DEFAULT_CALLS = 8
 OPTIONS = {
     "calls": f"judgments per task, the template's point included (default {DEFAULT_CALLS})",
     "seconds": "wall seconds of searching per task (default: the attempt's wall budget)",
@@ -82,13 +83,20 @@ class AutotuneAgent:
 
     name = "autotune"
 
-    def __init__(self, calls: int = DEFAULT_CALLS, seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        calls: int = DEFAULT_CALLS,
+        seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.calls = calls
         self.seconds = seconds
+        self.clock = clock
+        """Seconds since some start (tests inject one)."""
 
     def run(self, ctx: AgentContext) -> AgentResult:
         """Search, then write the best point (or the baseline) into the workspace."""
-        started = time.monotonic()
+        started = self.clock()
         ctx.transcript.parent.mkdir(parents=True, exist_ok=True)
         ctx.transcript.write_text("", encoding="utf-8")
         tuning = ctx.task.spec.autotune
@@ -111,16 +119,16 @@ class AutotuneAgent:
         ):
             base = _base_files(ctx.task, tuning, ctx.workspace)
             last_s = 0.0
-            while calls < self.calls and time.monotonic() - started + last_s <= budget_s:
+            while calls < self.calls and self.clock() - started + last_s <= budget_s:
                 point = search.propose()
                 if point is None:
                     break
                 files = _render(base, tuning, template, ctx.task, space.assignment(point))
                 folder = Path(tmp) / f"point-{calls}"
                 _write(folder, files)
-                judged = time.monotonic()
+                judged = self.clock()
                 verdict = judge.eval(ctx.task, folder, mode="feedback", seed=ctx.seed)
-                last_s = time.monotonic() - judged
+                last_s = self.clock() - judged
                 shutil.rmtree(folder)
                 calls += 1
                 speedup = verdict.speedup if verdict.passed else None
@@ -169,7 +177,7 @@ class AutotuneAgent:
         _append(ctx.transcript, choice)
         return AgentResult(
             status="finished",
-            usage=Usage(wall_s=time.monotonic() - started, turns=calls, tool_calls=calls),
+            usage=Usage(wall_s=self.clock() - started, turns=calls, tool_calls=calls),
             message=message,
             transcript=ctx.transcript,
         )

@@ -1,0 +1,242 @@
+"""The `autotune` agent: real judging on accelerator and CPU tasks, budgets, seeds, task format."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gauntlet import suites
+from gauntlet.agents.autotune import AutotuneAgent
+from gauntlet.agents.base import AgentContext, Budget, make_agent
+from gauntlet.errors import ConfigError, TaskFormatError
+from gauntlet.judge.service import Judge
+from gauntlet.judge.verdict import Verdict
+from gauntlet.knobs import apply
+from gauntlet.runner import RunConfig, start_run
+from gauntlet.task import Task, load_task
+from tests.support.fixtures import TASKS
+
+RELU = "accel/npu/relu"
+
+TUNED = """import torch
+import triton
+import triton.language as tl
+
+BLOCK = 256
+ALPHA_FACTOR = 2.0
+
+
+@triton.jit
+def _scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+def scale_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    _scale_add[(triton.cdiv(n, BLOCK),)](x, y, out, n, alpha * ALPHA_FACTOR, BLOCK=BLOCK)
+    return out
+"""
+KNOBS = """
+[autotune]
+template = "tuned.py"
+
+[autotune.knobs]
+BLOCK = [256, 1024]
+ALPHA_FACTOR = [2.0, 1.0]
+"""
+
+
+def context(task: Task, tmp_path: Path, device: str, seed: int = 0) -> AgentContext:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(parents=True)
+    for name, text in task.baseline_files().items():
+        (workspace / name).write_text(text)
+    return AgentContext(
+        task=task,
+        workspace=workspace,
+        brief="",
+        budget=Budget(wall_s=600),
+        device=device,
+        transcript=tmp_path / "transcript.jsonl",
+        seed=seed,
+    )
+
+
+def lines(ctx: AgentContext) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in ctx.transcript.read_text().splitlines()]
+
+
+@pytest.fixture
+def judged(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, Any], Verdict]]:
+    """Every judgment the agent asks for (its arguments and verdict); hidden configs unreadable."""
+    calls: list[tuple[dict[str, Any], Verdict]] = []
+    original = Judge.eval
+
+    def spy(self: Judge, task: Task | str, submission: Path | str, **kwargs: Any) -> Verdict:
+        verdict = original(self, task, submission, **kwargs)
+        calls.append((kwargs, verdict))
+        return verdict
+
+    def hidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the autotune agent read the hidden configs")
+
+    monkeypatch.setattr(Judge, "eval", spy)
+    monkeypatch.setattr(Task, "hidden_configs", hidden)
+    monkeypatch.setattr("gauntlet.task.draw_configs", hidden)
+    return calls
+
+
+def test_grid_search_on_an_accelerator_task_submits_the_fastest_point(
+    tmp_path: Path, judged: list[tuple[dict[str, Any], Verdict]]
+) -> None:
+    task = suites.load_by_id(RELU)
+    ctx = context(task, tmp_path, "sim:npu", seed=3)
+    result = AutotuneAgent(calls=8).run(ctx)
+    *trials, choice = lines(ctx)
+    assert result.status == "finished" and result.usage.turns == 5 == len(trials)
+    assert [t["knobs"]["RB_SPLIT"] for t in trials] == [4, 1, 2, 8, 16]  # template first
+    assert {t["search"] for t in trials} == {"grid"}
+    best = max(trials, key=lambda t: t["speedup"])
+    assert choice["knobs"] == best["knobs"] and choice["speedup"] == best["speedup"] > 1.0
+    expert = task.path("expert.asm").read_text()
+    assert (ctx.workspace / "kernel.asm").read_text() == apply(expert, "expert.asm", best["knobs"])
+    # Feedback judgments with the attempt's own seed, visible configs only.
+    assert [kwargs for kwargs, _ in judged] == [{"mode": "feedback", "seed": 3}] * 5
+    assert all(c.config.hidden is False for _, v in judged for c in v.configs)
+    assert [round(v.speedup or 0, 9) for _, v in judged] == [round(t["speedup"], 9) for t in trials]
+
+
+def test_the_call_budget_is_respected_and_the_search_repeats_with_its_seed(
+    tmp_path: Path, judged: list[tuple[dict[str, Any], Verdict]]
+) -> None:
+    task = suites.load_by_id(RELU)  # 5 points, 3 calls: a model-based search
+    runs = []
+    for attempt in range(2):
+        ctx = context(task, tmp_path / str(attempt), "sim:npu", seed=7)
+        result = make_agent("autotune:calls=3").run(ctx)
+        runs.append([(t["knobs"], t["speedup"]) for t in lines(ctx)[:-1]])
+        assert result.usage.turns == 3
+    assert runs[0] == runs[1] and len(runs[0]) == 3
+    assert runs[0][0][0] == {"RB_SPLIT": 4}
+    assert len({str(knobs) for knobs, _ in runs[0]}) == 3
+    assert len(judged) == 6
+
+
+def test_the_seconds_budget_stops_the_search(tmp_path: Path) -> None:
+    ticks = iter(range(0, 10_000, 10))  # every reading of the clock is 10 s later
+    agent = AutotuneAgent(calls=8, seconds=25, clock=lambda: float(next(ticks)))
+    ctx = context(suites.load_by_id(RELU), tmp_path, "sim:npu")
+    result = agent.run(ctx)
+    # Judged at 10 s (a 10 s judgment); at 40 s another would end past 25 s.
+    assert result.usage.turns == 1 and len(lines(ctx)) == 2
+
+
+def scale_add_with_knobs(tmp_path: Path, knobs: str = KNOBS, tuned: str = TUNED) -> Path:
+    folder = tmp_path / "scale_add"
+    shutil.copytree(TASKS / "triton2triton" / "scale_add", folder)
+    (folder / "tuned.py").write_text(tuned)
+    (folder / "task.toml").write_text((folder / "task.toml").read_text() + knobs)
+    return folder
+
+
+def test_on_an_untimed_device_the_first_correct_point_is_submitted(tmp_path: Path) -> None:
+    task = load_task(scale_add_with_knobs(tmp_path))
+    ctx = context(task, tmp_path, "cpu")
+    result = AutotuneAgent(calls=8).run(ctx)
+    *trials, choice = lines(ctx)
+    # The template's point multiplies alpha by 2 (incorrect); the next point is right and,
+    # with no times to rank, ends the search.
+    assert [(t["knobs"]["ALPHA_FACTOR"], t["status"]) for t in trials] == [
+        (2.0, "incorrect"),
+        (1.0, "pass"),
+    ]
+    assert choice["knobs"] == {"BLOCK": 256, "ALPHA_FACTOR": 1.0} and choice["speedup"] is None
+    assert "ALPHA_FACTOR = 1.0" in (ctx.workspace / "kernel.py").read_text()
+    assert "correctness only" in result.message
+
+
+def test_a_task_without_knobs_gets_the_baseline(tmp_path: Path) -> None:
+    task = load_task(TASKS / "triton2triton" / "scale_add")
+    ctx = context(task, tmp_path, "cpu")
+    (ctx.workspace / "kernel.py").write_text("edited")
+    result = AutotuneAgent().run(ctx)
+    assert result.usage.turns == 0 and "no knobs" in result.message
+    assert (ctx.workspace / "kernel.py").read_text() == task.baseline_files()["kernel.py"]
+
+
+BAD_DECLARATIONS = {
+    "knob not in the template": (
+        KNOBS.replace("BLOCK = [", "WARPS = ["),
+        "autotune.knobs",
+        "knob 'WARPS' must be assigned exactly once at the top level of tuned.py (found 0)",
+    ),
+    "template value not among the values": (
+        KNOBS.replace("[256, 1024]", "[64, 128]"),
+        "autotune.knobs",
+        "knob 'BLOCK' is '256' in tuned.py, which is not one of its values [64, 128]",
+    ),
+    "repeated value": (KNOBS.replace("[256, 1024]", "[256, 256]"), "autotune.knobs", "repeats"),
+    "no values": (KNOBS.replace("[256, 1024]", "[]"), "autotune.knobs", "has no values"),
+    "missing template": (KNOBS.replace("tuned.py", "gone.py"), "autotune.template", "gone.py"),
+    "not a submission file": (
+        KNOBS.replace('template = "tuned.py"', 'template = "tuned.py"\nfile = "other.py"'),
+        "autotune.file",
+        "'other.py' is not one of ['kernel.py']",
+    ),
+    "constraint on unknown names": (
+        KNOBS.replace("[autotune.knobs]", 'constraint = "WARPS > 1"\n[autotune.knobs]'),
+        "autotune",
+        "uses ['WARPS'], which are not knobs",
+    ),
+    "constraint excludes the template": (
+        KNOBS.replace("[autotune.knobs]", 'constraint = "BLOCK > 256"\n[autotune.knobs]'),
+        "autotune.constraint",
+        "the template's own point",
+    ),
+    "unknown key": (
+        KNOBS.replace("[autotune.knobs]", "steps = 3\n[autotune.knobs]"),
+        "",
+        "unknown key",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_DECLARATIONS, ids=list(BAD_DECLARATIONS))
+def test_a_bad_knob_declaration_is_rejected_naming_file_key_and_problem(
+    case: str, tmp_path: Path
+) -> None:
+    knobs, key, message = BAD_DECLARATIONS[case]
+    folder = scale_add_with_knobs(tmp_path, knobs)
+    with pytest.raises(TaskFormatError) as info:
+        load_task(folder)
+    assert key in info.value.key and message in str(info.value), str(info.value)
+    assert str(folder / "task.toml") in str(info.value)
+
+
+def test_a_literal_that_is_an_expression_is_rejected(tmp_path: Path) -> None:
+    folder = scale_add_with_knobs(tmp_path, tuned=TUNED.replace("BLOCK = 256", "BLOCK = 2 * 128"))
+    with pytest.raises(TaskFormatError, match="must be a literal"):
+        load_task(folder)
+
+
+@pytest.mark.parametrize("argument", ["calls=0", "calls=many", "speed=3"])
+def test_bad_options_are_errors(argument: str) -> None:
+    with pytest.raises(ConfigError, match="autotune"):
+        make_agent(f"autotune:{argument}")
+
+
+def test_a_run_records_the_autotune_attempt(tmp_path: Path) -> None:
+    config = RunConfig(pattern=RELU, agents=["autotune:calls=2"], seed=1)
+    record = start_run(config, tmp_path / "run").attempts()[0]
+    assert record.agent == "autotune:calls=2" and record.status == "pass"
+    assert record.usage.turns == 2 and record.verdict is not None
+    assert record.verdict.speedup is not None and record.verdict.speedup > 1.0
