@@ -13,7 +13,7 @@ from gauntlet.agents.base import (
 )
 
 #: Modules under gauntlet.agents that register built-in agents.
-BUILTIN_AGENT_MODULES = ("offline", "toolcall", "cli_agents", "autotune")
+BUILTIN_AGENT_MODULES = ("offline", "toolcall", "cli_agents", "autotune", "evolve")
 
 __all__ = [
     "Agent",

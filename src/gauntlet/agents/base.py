@@ -16,6 +16,9 @@ from gauntlet.errors import UnknownNameError
 from gauntlet.task import Task
 
 AgentStatus = Literal["finished", "budget_exhausted", "timeout", "error"]
+#: The folder of an attempt's run directory where a search agent keeps its state; a resumed run
+#: keeps it (the rest of an unrecorded attempt's folder is cleared), so the search goes on.
+SEARCH_STATE_DIR = "search"
 
 
 class Budget(BaseModel):

@@ -69,7 +69,7 @@ def _usable_detail(made: object) -> str:
         spec = getattr(made, "sandbox", None)
         kind = getattr(spec, "kind", "none")
         return f"{binary} (sandbox {kind})"
-    if getattr(made, "name", "") == "toolcall":
+    if getattr(made, "name", "") in ("toolcall", "evolve"):
         key = "set" if os.environ.get(settings.API_KEY_ENV) else "not set"
         return f"needs --model; OPENAI_API_KEY {key} (a --base-url endpoint may need no key)"
     return "built in"

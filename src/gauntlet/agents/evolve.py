@@ -1,0 +1,739 @@
+"""`evolve`: an evolutionary search over kernels, an LLM proposing and the warm judge selecting.
+
+Generation 0 judges the starting files as they are (the seed). Each later generation makes
+`proposals` candidates: the model (any OpenAI-compatible endpoint, `agents.llm.ChatClient`)
+gets the task brief and one or two parents from the population, with their files, what the
+feedback tools said of them and (on the accelerators) their profile, and is asked to mutate the
+one or cross the two over; with no correct kernel yet it is asked to write one. Each candidate
+may first pass the LLM verifiers (`agents.verifiers`, off by default); then the judge judges it
+through the feedback tools (`agents.tools.Toolbox`, on a `gauntlet.Judge` kept warm for the
+attempt): visible configs only, fresh inputs per candidate, never the run's secret seed or
+hidden configs, and the same answer an agent's `bench` tool gets. Selection is elitist:
+the population is the `population` best correct candidates so far (all visible configs
+correct is a hard gate; then the highest speedup; on an untimed device, such as `cpu`, the
+earliest correct one). The best candidate is written into the workspace as soon as it is
+found, so the runner judges it by the full protocol whenever the agent stops.
+
+Every candidate's lineage, verifier results, verdict and cost is appended to the attempt's
+`search/search.jsonl` (`agents.evolve_log`) with its files; a run resumed after a kill goes on
+from there, counting what was spent before against the budgets.
+
+Options (`evolve:key=value,...`): see `OPTIONS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gauntlet.agents.base import (
+    AgentContext,
+    AgentResult,
+    AgentStatus,
+    ModelSettings,
+    Usage,
+    agent,
+)
+from gauntlet.agents.evolve_log import (
+    CandidateJudged,
+    GenerationEnded,
+    Operation,
+    Outcome,
+    SearchLog,
+    SearchStarted,
+)
+from gauntlet.agents.evolve_prompts import Parent, parse_files, proposal_prompt, system_prompt
+from gauntlet.agents.llm import MAX_RETRIES, ChatClient, ModelAPIError, PriceTable
+from gauntlet.agents.options import number, parse_options
+from gauntlet.agents.transcript import (
+    AgentFinished,
+    AgentStarted,
+    ApiErrored,
+    MessageAdded,
+    ModelCalled,
+    TranscriptWriter,
+)
+from gauntlet.agents.verifiers import (
+    VERIFIER_NAMES,
+    VerifierName,
+    VerifierResult,
+    rejected_by,
+    verify,
+)
+from gauntlet.errors import ConfigError
+from gauntlet.workspace import UnsafeFileError, read_beneath
+
+logger = logging.getLogger(__name__)
+
+OPTIONS = {
+    "generations": "generations after the seed (default 4)",
+    "population": "correct candidates kept as parents (default 4)",
+    "proposals": "candidates proposed per generation (default 4)",
+    "judge_calls": "most judge calls in all (default 0: unlimited)",
+    "tokens": "most tokens in all (default: the run's --budget, else unlimited)",
+    "dollars": "most dollars in all (default: the run's budget, else unlimited)",
+    "wall": "seconds of this session (default: the attempt's wall budget)",
+    "verifiers": "LLM verifiers run before the judge, joined by '+': "
+    f"{'+'.join(VERIFIER_NAMES)} (default: none)",
+    "crossover": "share of proposals made by crossover once two parents exist (default 0.3)",
+    "prices": "a TOML or JSON price table file",
+    "retries": f"retries of a failed model API call (default {MAX_RETRIES})",
+}
+#: Longest single HTTP request to the model, in seconds.
+REQUEST_TIMEOUT_S = 600.0
+#: Model calls failing in a row after which the search stops with an error.
+MAX_MODEL_ERRORS = 3
+#: Failed candidates whose reasons the next prompt lists.
+FAILURES_SHOWN = 3
+
+
+class SearchSettings(BaseModel):
+    """The search's shape and its own budgets (the attempt's `Budget` applies as well)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generations: int = Field(default=4, ge=0)
+    population: int = Field(default=4, ge=1)
+    proposals: int = Field(default=4, ge=1)
+    judge_calls: int = Field(default=0, ge=0)
+    """0: unlimited."""
+    tokens: int = Field(default=0, ge=0)
+    """0: the attempt's token budget."""
+    cost_usd: float = Field(default=0.0, ge=0)
+    """0: the attempt's cost budget."""
+    wall_s: float | None = Field(default=None, gt=0)
+    """None: the attempt's wall budget."""
+    verifiers: tuple[VerifierName, ...] = ()
+    crossover: float = Field(default=0.3, ge=0, le=1)
+
+
+class EvolveAgent:
+    """The evolutionary search agent."""
+
+    name = "evolve"
+
+    def __init__(
+        self,
+        settings: SearchSettings | None = None,
+        *,
+        prices: PriceTable | None = None,
+        max_retries: int = MAX_RETRIES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """An agent; `clock` (the wall budget) is injectable for tests."""
+        self.settings = settings or SearchSettings()
+        self.prices = prices if prices is not None else PriceTable()
+        self.max_retries = max_retries
+        self._clock = clock
+
+    def availability(self) -> str | None:
+        """None when usable here, else what is missing."""
+        try:
+            import openai  # noqa: F401
+        except ImportError:
+            return "the openai package is missing: pip install 'openai>=1.40'"
+        return None
+
+    def preflight(self, model: ModelSettings) -> None:
+        """Check, before a run's first attempt, that the model answers.
+
+        Raises:
+            ConfigError: No model is named, no key is set for the default endpoint, or the
+                endpoint does not answer or refuses the key.
+        """
+        problem = self._client(model).unreachable()
+        if problem is not None:
+            raise ConfigError(f"agent 'evolve' cannot reach its model: {problem}")
+
+    def _client(self, model: ModelSettings) -> ChatClient:
+        if not model.model:
+            raise ConfigError("the evolve agent needs a model: pass '--model NAME'")
+        return ChatClient(
+            model=model.model,
+            base_url=model.base_url,
+            temperature=model.temperature,
+            max_retries=self.max_retries,
+        )
+
+    def run(self, ctx: AgentContext) -> AgentResult:
+        """Search until the generations are done or a budget runs out.
+
+        Raises:
+            ConfigError: No model is named, or no API key is set for the default endpoint.
+        """
+        client = self._client(ctx.model)
+        writer = TranscriptWriter(ctx.transcript)
+        try:
+            return _Search(self, ctx, client, writer).run()
+        finally:
+            writer.close()
+
+
+class _Search:
+    """One attempt's search (or the rest of it, after a kill)."""
+
+    def __init__(
+        self, owner: EvolveAgent, ctx: AgentContext, client: ChatClient, writer: TranscriptWriter
+    ) -> None:
+        self.owner = owner
+        self.settings = owner.settings
+        self.ctx = ctx
+        self.client = client
+        self.writer = writer
+        self.log = SearchLog(ctx.transcript.parent)
+        self.names = list(ctx.task.spec.submission.files)
+        self.candidates: list[CandidateJudged] = []
+        self.files: dict[int, dict[str, str]] = {}
+        self.by_digest: dict[str, int] = {}
+        self.best: int | None = None
+        self.ended: set[int] = set()
+        """Generations whose selection is recorded."""
+        self.model_calls = 0
+        self.model_errors = 0
+        self.started = owner._clock()
+        wall = ctx.budget.wall_s
+        if self.settings.wall_s is not None:
+            wall = min(wall, self.settings.wall_s)
+        self.deadline = self.started + wall
+        self.tokens_budget = _tighter(self.settings.tokens, ctx.budget.tokens)
+        self.cost_budget = _tighter(self.settings.cost_usd, ctx.budget.cost_usd)
+
+    # The session.
+
+    def run(self) -> AgentResult:
+        from gauntlet.agents.tools import Toolbox
+        from gauntlet.judge.service import Judge
+        from gauntlet.workspace import build_workspace
+
+        self._load()
+        self.log.append(
+            SearchStarted(
+                task_id=self.ctx.task.task_id,
+                model=self.client.model,
+                generations=self.settings.generations,
+                population=self.settings.population,
+                proposals=self.settings.proposals,
+                judge_calls=self.settings.judge_calls,
+                verifiers=list(self.settings.verifiers),
+                resumed_from=len(self.candidates),
+            )
+        )
+        self.writer.write(
+            AgentStarted(
+                task_id=self.ctx.task.task_id,
+                model=self.client.model,
+                base_url=self.ctx.model.base_url,
+                turns=self.settings.generations * self.settings.proposals,
+                tools=["bench", "profile"] if self.ctx.task.spec.track == "accel" else ["bench"],
+            )
+        )
+        with (
+            tempfile.TemporaryDirectory(prefix="gauntlet-evolve-") as tmp,
+            Judge(self.ctx.device) as judge,
+        ):
+            # Candidates are judged from a workspace of their own: the attempt's workspace only
+            # ever holds the best so far, which is what the runner judges if the agent is killed.
+            bench = build_workspace(
+                self.ctx.task, Path(tmp) / "bench", device=self.ctx.device, budget=self.ctx.budget
+            )
+            self.bench = bench.path
+            self.judge = _CountingJudge(judge)
+            self.toolbox = Toolbox(
+                self.ctx.task,
+                self.bench,
+                device=self.ctx.device,
+                seed=self.ctx.seed * 1_000_003 + len(self.candidates),
+                judge=self.judge,
+                log_path=self.log.root / "tool-calls.jsonl",
+            )
+            status, message = self._search()
+        usage = self._usage()
+        self.writer.write(AgentFinished(status=status, message=message, usage=usage.model_dump()))
+        return AgentResult(
+            status=status, usage=usage, message=message, transcript=self.ctx.transcript
+        )
+
+    def _load(self) -> None:
+        """Take up what a killed session of this attempt left in the log."""
+        for record in self.log.records():
+            if isinstance(record, CandidateJudged):
+                self._remember(record, self.log.files(record) if record.files else {})
+            elif isinstance(record, GenerationEnded):
+                self.ended.add(record.generation)
+        if self.best is not None:
+            self._write_best()
+            logger.info(
+                "evolve resumes %s at candidate %d (best: %d)",
+                self.ctx.task.task_id,
+                len(self.candidates),
+                self.best,
+            )
+
+    def _search(self) -> tuple[AgentStatus, str]:
+        if not any(c.generation == 0 for c in self.candidates):
+            seed = self._starting_files()
+            if seed is not None:
+                self._judge_candidate(0, "seed", [], seed)
+        if 0 not in self.ended:
+            self._end_generation(0)
+        for generation in range(1, self.settings.generations + 1):
+            made = sum(c.generation == generation for c in self.candidates)
+            for index in range(made, self.settings.proposals):
+                stop = self._budget_stop()
+                if stop is not None:
+                    return stop
+                self._propose(generation, index)
+                if self.model_errors >= MAX_MODEL_ERRORS:
+                    return "error", f"the model failed {self.model_errors} times in a row"
+            if generation not in self.ended:
+                self._end_generation(generation)
+        return "finished", self._summary()
+
+    # One candidate.
+
+    def _propose(self, generation: int, index: int) -> None:
+        rng = random.Random(f"{self.ctx.seed}/{generation}/{index}")
+        operation, parents = self._parents(rng)
+        messages = [
+            {"role": "system", "content": system_prompt(self.ctx.brief, self.names)},
+            {
+                "role": "user",
+                "content": proposal_prompt(
+                    operation,
+                    [self._parent(p) for p in parents],
+                    [self._failure(c) for c in self._failures()],
+                ),
+            },
+        ]
+        for message in messages:
+            self.writer.write(MessageAdded(turn=self.model_calls + 1, message=message))
+        started = self.owner._clock()
+        try:
+            completion = self.client.complete(
+                messages, [], timeout_s=self._request_timeout(), on_retry=self._retrying
+            )
+        except ModelAPIError as err:
+            self.model_errors += 1
+            self.writer.write(
+                ApiErrored(turn=self.model_calls + 1, attempt=0, error=str(err), retry_in_s=None)
+            )
+            self._record(generation, operation, parents, "model_error", {}, str(err))
+            return
+        self.model_errors = 0
+        self.model_calls += 1
+        cost = self.owner.prices.cost_usd(
+            self.client.model, completion.tokens_in, completion.tokens_out
+        )
+        self.writer.write(
+            ModelCalled(
+                turn=self.model_calls,
+                tokens_in=completion.tokens_in,
+                tokens_out=completion.tokens_out,
+                cost_usd=round(cost, 6),
+                duration_s=round(self.owner._clock() - started, 3),
+                finish_reason=completion.finish_reason,
+                attempts=completion.attempts,
+                usage_reported=completion.usage_reported,
+            )
+        )
+        self.writer.write(MessageAdded(turn=self.model_calls, message=completion.message()))
+        spent = (completion.tokens_in, completion.tokens_out, cost)
+        parsed = parse_files(completion.content, self.names)
+        if isinstance(parsed, dict) and parents:
+            # A file the answer leaves out is the first parent's, unchanged.
+            parsed = {**self.files[parents[0]], **parsed}
+        if isinstance(parsed, str) or set(parsed) != set(self.names):
+            missing = (
+                parsed
+                if isinstance(parsed, str)
+                else ", ".join(sorted(set(self.names) - set(parsed)))
+            )
+            self._record(generation, operation, parents, "unparsed", {}, missing, spent)
+            return
+        files = {name: parsed[name] for name in self.names}
+        self._judge_candidate(generation, operation, parents, files, spent)
+
+    def _judge_candidate(
+        self,
+        generation: int,
+        operation: Operation,
+        parents: list[int],
+        files: dict[str, str],
+        spent: tuple[int, int, float] = (0, 0, 0.0),
+    ) -> None:
+        verifiers: list[VerifierResult] = []
+        digest = _digest(files)
+        if digest in self.by_digest:
+            twin = self.candidates[self.by_digest[digest]]
+            self._record(
+                generation,
+                operation,
+                parents,
+                "duplicate",
+                files,
+                f"the same files as candidate {twin.candidate_id}: {twin.feedback}",
+                spent,
+                status=twin.status,
+                digest=digest,
+            )
+            return
+        if self.settings.verifiers and operation != "seed":
+            results = verify(
+                self.client,
+                self.settings.verifiers,
+                self.ctx.brief,
+                files,
+                prices=self.owner.prices,
+                timeout_s=self._request_timeout(),
+            )
+            self.model_calls += len(results)
+            spent = (
+                spent[0] + sum(r.tokens_in for r in results),
+                spent[1] + sum(r.tokens_out for r in results),
+                spent[2] + sum(r.cost_usd for r in results),
+            )
+            rejection = rejected_by(results)
+            if rejection is not None:
+                why = f"rejected by the {rejection.name} verifier: {rejection.reason}"
+                self._record(
+                    generation, operation, parents, "rejected", files, why, spent,
+                    verifiers=results, digest=digest,
+                )  # fmt: skip
+                return
+            verifiers = results
+        for name, text in files.items():
+            target = self.bench / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        self.judge.reset()
+        answer = self.toolbox.call("bench", {}, caller=self.owner.name)
+        verdict = self.judge.last
+        profile = ""
+        if verdict is not None and verdict.passed and self._has_tool("profile"):
+            profile = self.toolbox.call("profile", {}, caller=self.owner.name).text
+        self._record(
+            generation,
+            operation,
+            parents,
+            "judged",
+            files,
+            answer.text,
+            spent,
+            status=verdict.status if verdict is not None else "judge_error",
+            correct=verdict is not None and verdict.passed,
+            speedup=verdict.speedup if verdict is not None else None,
+            profile=profile,
+            verifiers=verifiers,
+            judge_calls=self.judge.calls_since_reset,
+            judge_s=self.judge.seconds_since_reset,
+            digest=digest,
+        )
+
+    def _record(
+        self,
+        generation: int,
+        operation: Operation,
+        parents: list[int],
+        outcome: Outcome,
+        files: dict[str, str],
+        feedback: str,
+        spent: tuple[int, int, float] = (0, 0, 0.0),
+        **fields: Any,
+    ) -> None:
+        candidate_id = len(self.candidates)
+        self.log.keep_files(candidate_id, files)
+        record = CandidateJudged(
+            candidate_id=candidate_id,
+            generation=generation,
+            operation=operation,
+            parents=parents,
+            outcome=outcome,
+            feedback=feedback,
+            files=sorted(files),
+            tokens_in=spent[0],
+            tokens_out=spent[1],
+            cost_usd=round(spent[2], 6),
+            **fields,
+        )
+        self.log.append(record)
+        previous = self.best
+        self._remember(record, files)
+        logger.info(
+            "evolve %s: candidate %d (%s of %s) %s %s",
+            self.ctx.task.task_id,
+            candidate_id,
+            operation,
+            parents or "-",
+            outcome,
+            record.status or "",
+        )
+        if self.best != previous:
+            self._write_best()
+
+    def _remember(self, record: CandidateJudged, files: dict[str, str]) -> None:
+        self.candidates.append(record)
+        self.files[record.candidate_id] = files
+        if record.outcome == "judged":
+            self.by_digest.setdefault(record.digest, record.candidate_id)
+        ranked = self._ranked()
+        self.best = ranked[0] if ranked else None
+
+    # Selection.
+
+    def _ranked(self) -> list[int]:
+        """Correct judged candidates, best first: highest speedup, then the earliest."""
+        correct = [c for c in self.candidates if c.outcome == "judged" and c.correct]
+        correct.sort(key=lambda c: (-(c.speedup or 0.0), c.candidate_id))
+        return [c.candidate_id for c in correct]
+
+    def _population(self) -> list[int]:
+        return self._ranked()[: self.settings.population]
+
+    def _parents(self, rng: random.Random) -> tuple[Operation, list[int]]:
+        population = self._population()
+        if not population:
+            seed = [c.candidate_id for c in self.candidates if c.operation == "seed"]
+            return "write", seed[:1]
+        if len(population) >= 2 and rng.random() < self.settings.crossover:
+            first, second = rng.sample(population, 2)
+            return "crossover", sorted((first, second), key=population.index)
+        # A tournament of two: the better of two drawn (or the only one).
+        drawn = rng.sample(population, min(2, len(population)))
+        return "mutate", [min(drawn, key=population.index)]
+
+    def _end_generation(self, generation: int) -> None:
+        population = self._population()
+        best = self.candidates[population[0]] if population else None
+        usage = self._usage()
+        self.ended.add(generation)
+        self.log.append(
+            GenerationEnded(
+                generation=generation,
+                population=population,
+                best_id=best.candidate_id if best else None,
+                best_speedup=best.speedup if best else None,
+                candidates=len(self.candidates),
+                judge_calls=usage.tool_calls,
+                tokens=usage.tokens_in + usage.tokens_out,
+                cost_usd=usage.cost_usd,
+            )
+        )
+
+    # Prompts' parts.
+
+    def _parent(self, candidate_id: int) -> Parent:
+        record = self.candidates[candidate_id]
+        return Parent(
+            candidate_id=candidate_id,
+            files=self.files[candidate_id],
+            feedback=record.feedback,
+            profile=record.profile,
+        )
+
+    def _failures(self) -> list[CandidateJudged]:
+        failed = [
+            c
+            for c in self.candidates
+            if c.operation != "seed" and c.outcome in ("judged", "unparsed", "rejected")
+            and not c.correct
+        ]  # fmt: skip
+        return failed[-FAILURES_SHOWN:]
+
+    @staticmethod
+    def _failure(record: CandidateJudged) -> str:
+        return f"candidate {record.candidate_id} ({record.outcome}): {record.feedback}"
+
+    def _has_tool(self, name: str) -> bool:
+        return any(spec.name == name for spec in self.toolbox.specs())
+
+    # Files.
+
+    def _starting_files(self) -> dict[str, str] | None:
+        """The contract's files as the workspace was built (None when one is missing)."""
+        files: dict[str, str] = {}
+        limit = self.ctx.task.spec.submission.max_bytes
+        for name in self.names:
+            try:
+                data = read_beneath(self.ctx.workspace, name, limit_bytes=limit)
+            except (OSError, UnsafeFileError):
+                return None
+            files[name] = data.decode("utf-8", errors="replace")
+        return files
+
+    def _write_best(self) -> None:
+        assert self.best is not None
+        for name, text in self.files[self.best].items():
+            target = self.ctx.workspace / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+
+    # Budgets and usage.
+
+    def _usage(self) -> Usage:
+        return Usage(
+            wall_s=round(self.owner._clock() - self.started, 3),
+            turns=self.model_calls,
+            tokens_in=sum(c.tokens_in for c in self.candidates),
+            tokens_out=sum(c.tokens_out for c in self.candidates),
+            cost_usd=round(sum(c.cost_usd for c in self.candidates), 6),
+            tool_calls=sum(c.judge_calls for c in self.candidates),
+        )
+
+    def _budget_stop(self) -> tuple[AgentStatus, str] | None:
+        usage = self._usage()
+        if self.owner._clock() >= self.deadline:
+            return "timeout", f"wall-clock budget exhausted; {self._summary()}"
+        tokens = usage.tokens_in + usage.tokens_out
+        if self.tokens_budget and tokens >= self.tokens_budget:
+            return "budget_exhausted", (
+                f"token budget of {self.tokens_budget} exhausted ({tokens} used); {self._summary()}"
+            )
+        if self.cost_budget and usage.cost_usd >= self.cost_budget:
+            return "budget_exhausted", (
+                f"cost budget of ${self.cost_budget:g} exhausted (${usage.cost_usd:.4f} used); "
+                f"{self._summary()}"
+            )
+        calls = self.settings.judge_calls
+        if calls and usage.tool_calls >= calls:
+            return "budget_exhausted", (
+                f"judge-call budget of {calls} exhausted; {self._summary()}"
+            )
+        return None
+
+    def _request_timeout(self) -> float:
+        return min(max(self.deadline - self.owner._clock(), 1.0), REQUEST_TIMEOUT_S)
+
+    def _retrying(self, attempt: int, error: str, delay: float) -> None:
+        self.writer.write(
+            ApiErrored(turn=self.model_calls + 1, attempt=attempt, error=error, retry_in_s=delay)
+        )
+
+    def _summary(self) -> str:
+        judged = sum(c.outcome == "judged" for c in self.candidates)
+        text = f"{len(self.candidates)} candidates, {judged} judged"
+        if self.best is None:
+            return text + "; no correct candidate (the starting files stay)"
+        best = self.candidates[self.best]
+        speed = f", speedup {best.speedup:.3f}x" if best.speedup is not None else ""
+        return text + f"; best: candidate {best.candidate_id} ({best.operation}{speed})"
+
+
+class _CountingJudge:
+    """The judge function the toolbox calls: a warm `Judge`, counted and timed per candidate."""
+
+    def __init__(self, judge: Any) -> None:
+        self._judge = judge
+        self.last: Any = None
+        self.calls_since_reset = 0
+        self.seconds_since_reset = 0.0
+
+    def reset(self) -> None:
+        self.last = None
+        self.calls_since_reset = 0
+        self.seconds_since_reset = 0.0
+
+    def __call__(
+        self, task: Any, folder: Path, *, device: str, configs: Any, seed: int, mode: Any
+    ) -> Any:
+        # `device` is the toolbox's, which is the judge's own (both the attempt's device).
+        started = time.monotonic()
+        self.calls_since_reset += 1
+        try:
+            verdict = self._judge.eval(task, folder, configs=configs, mode=mode, seed=seed)
+        finally:
+            self.seconds_since_reset += time.monotonic() - started
+        self.last = verdict
+        return verdict
+
+
+def _digest(files: dict[str, str]) -> str:
+    hasher = hashlib.sha256()
+    for name in sorted(files):
+        hasher.update(name.encode() + b"\0" + hashlib.sha256(files[name].encode()).digest())
+    return hasher.hexdigest()
+
+
+def _tighter(option: float, budget: float) -> float:
+    """The smaller of two limits where 0 means none."""
+    limits = [value for value in (option, budget) if value]
+    return min(limits) if limits else 0
+
+
+def settings_from_options(options: dict[str, str]) -> SearchSettings:
+    """The search settings of an agent spec's options.
+
+    Raises:
+        ConfigError: An option's value is not a number where one is due, or names an unknown
+            verifier.
+    """
+
+    def count(key: str, default: int, *, zero: bool = False) -> int:
+        raw = options.get(key)
+        if raw is None:
+            return default
+        if not raw.isdigit() or (int(raw) == 0 and not zero):
+            least = "0 or more" if zero else "1 or more"
+            raise ConfigError(
+                f"option '{key}' of agent 'evolve' must be a whole number, {least}, not '{raw}'"
+            )
+        return int(raw)
+
+    verifiers: list[VerifierName] = []
+    for name in filter(None, options.get("verifiers", "").split("+")):
+        if name not in VERIFIER_NAMES:
+            raise ConfigError(
+                f"unknown verifier '{name}' in option 'verifiers' of agent 'evolve' "
+                f"(known: {', '.join(VERIFIER_NAMES)}); join several with '+'"
+            )
+        verifiers.append(name)
+    crossover = options.get("crossover", "0.3")
+    try:
+        share = float(crossover)
+    except ValueError:
+        share = -1.0
+    if not 0 <= share <= 1:
+        raise ConfigError(
+            f"option 'crossover' of agent 'evolve' must be a share from 0 to 1, not '{crossover}'"
+        )
+    return SearchSettings(
+        generations=count("generations", 4, zero=True),
+        population=count("population", 4),
+        proposals=count("proposals", 4),
+        judge_calls=count("judge_calls", 0, zero=True),
+        tokens=count("tokens", 0, zero=True),
+        cost_usd=number("evolve", "dollars", options["dollars"]) if "dollars" in options else 0,
+        wall_s=number("evolve", "wall", options["wall"]) if "wall" in options else None,
+        verifiers=tuple(verifiers),
+        crossover=share,
+    )
+
+
+@agent("evolve")
+def make_evolve(argument: str) -> EvolveAgent:
+    """`evolve[:generations=N,population=N,proposals=N,judge_calls=N,verifiers=A+B,...]`."""
+    options = parse_options("evolve", argument, OPTIONS)
+    prices = PriceTable.load(Path(options["prices"])) if "prices" in options else None
+    return EvolveAgent(
+        settings_from_options(options),
+        prices=prices,
+        max_retries=count_retries(options.get("retries", str(MAX_RETRIES))),
+    )
+
+
+def count_retries(raw: str) -> int:
+    """The `retries` option's value.
+
+    Raises:
+        ConfigError: It is not a whole number.
+    """
+    if not raw.isdigit():
+        raise ConfigError(f"option 'retries' of agent 'evolve' must be a whole number, not '{raw}'")
+    return int(raw)

@@ -1,0 +1,230 @@
+"""The `evolve` agent against a scripted model on 127.0.0.1 (real HTTP) and the real judge.
+
+The accelerator task `accel/npu/relu` is judged on the simulator in well under a second, so
+these searches are real: every judged candidate is a feedback judgment of `gauntlet.Judge`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gauntlet import suites
+from gauntlet.agents.base import AgentContext, Budget, ModelSettings, make_agent
+from gauntlet.agents.evolve import EvolveAgent, SearchSettings, settings_from_options
+from gauntlet.agents.evolve_log import (
+    CandidateJudged,
+    GenerationEnded,
+    SearchLog,
+    SearchStarted,
+    generation_rows,
+)
+from gauntlet.errors import ConfigError
+from gauntlet.task import Task
+from gauntlet.workspace import build_workspace
+from tests.support.fake_openai import Answer, FakeOpenAI, say
+
+REPO = Path(__file__).resolve().parents[2]
+RELU = REPO / "tasks" / "accel" / "npu" / "relu"
+EXPERT = (RELU / "expert.asm").read_text()
+BASELINE = (RELU / "baseline.asm").read_text()
+BROKEN = "    frobnicate r1, r2\n"
+
+
+def kernel(text: str, **usage: Any) -> Answer:
+    """A proposal answering `kernel.asm` in the format the prompt asks for."""
+    return say(f"Here it is.\n\nFile: kernel.asm\n```asm\n{text}```\n", **usage)
+
+
+def relu() -> Task:
+    return suites.load_by_id("accel/npu/relu")
+
+
+MakeContext = Callable[..., AgentContext]
+
+
+@pytest.fixture
+def accel_context(tmp_path: Path) -> MakeContext:
+    """A workspace and context for `accel/npu/relu` on `sim:npu`, in a fresh attempt folder."""
+
+    def make(base_url: str, budget: Budget | None = None, name: str = "attempt") -> AgentContext:
+        task = relu()
+        budget = budget or Budget(wall_s=300)
+        workspace = build_workspace(
+            task, tmp_path / name / "ws" / "workspace", device="sim:npu", budget=budget
+        )
+        return AgentContext(
+            task=task,
+            workspace=workspace.path,
+            brief=workspace.brief,
+            budget=budget,
+            model=ModelSettings(model="fake-model", base_url=base_url),
+            device="sim:npu",
+            transcript=tmp_path / name / "run" / "transcript.jsonl",
+            seed=7,
+        )
+
+    return make
+
+
+def candidates(ctx: AgentContext) -> list[CandidateJudged]:
+    return [r for r in SearchLog(ctx.transcript.parent).records() if isinstance(r, CandidateJudged)]
+
+
+def user_prompt(request: dict[str, Any]) -> str:
+    return str(request["messages"][-1]["content"])
+
+
+def test_a_search_keeps_lineage_selects_on_correctness_and_submits_the_best(
+    accel_context: MakeContext,
+) -> None:
+    script = [
+        kernel("; variant\n" + BASELINE),  # gen 1: correct, as fast as the baseline
+        kernel(BROKEN),  # gen 1: fails to assemble
+        kernel(EXPERT, prompt_tokens=300, completion_tokens=90),  # gen 2: correct and fast
+        say("I cannot improve it further."),  # gen 2: no files
+    ]
+    settings = SearchSettings(generations=2, population=2, proposals=2, crossover=0.0)
+    with FakeOpenAI(script) as server:
+        ctx = accel_context(server.base_url)
+        result = EvolveAgent(settings).run(ctx)
+    assert not server.failures
+    assert result.status == "finished", result.message
+    made = candidates(ctx)
+    assert [(c.candidate_id, c.generation, c.operation, c.outcome) for c in made] == [
+        (0, 0, "seed", "judged"),
+        (1, 1, "mutate", "judged"),
+        (2, 1, "mutate", "judged"),
+        (3, 2, "mutate", "judged"),
+        (4, 2, "mutate", "unparsed"),
+    ]
+    seed, variant, broken, expert, unparsed = made
+    assert seed.correct and seed.speedup == pytest.approx(1.0)
+    assert variant.correct and variant.parents == [0]
+    assert not broken.correct and broken.status == "build_error"
+    assert "frobnicate" in broken.feedback
+    assert expert.correct and expert.speedup is not None and expert.speedup > 2
+    # Selection: the broken candidate is never a parent; the expert's parent came from gen 1.
+    assert expert.parents[0] in (0, 1) and all(2 not in c.parents for c in made)
+    assert "no fenced code block" in unparsed.feedback and unparsed.judge_calls == 0
+    # The prompt shows the parent's files and what the judge said of it (its profile too).
+    gen2 = user_prompt(server.requests[2])
+    assert "Parent 1 (candidate" in gen2 and "speedup" in gen2 and "cycles" in gen2
+    assert "frobnicate" in gen2  # the failed candidate's reason, so it is not repeated
+    # Generations record the population, best first, and the totals.
+    ended = [
+        r for r in SearchLog(ctx.transcript.parent).records() if isinstance(r, GenerationEnded)
+    ]
+    assert [e.generation for e in ended] == [0, 1, 2]
+    assert ended[-1].population == [3, 0] and ended[-1].best_id == 3
+    assert ended[-1].judge_calls == 4
+    # The best candidate is the submission, its files kept with every candidate's.
+    assert (ctx.workspace / "kernel.asm").read_text() == EXPERT
+    assert (ctx.transcript.parent / "search" / "candidates" / "2" / "kernel.asm").is_file()
+    assert result.usage.tool_calls == 4 and result.usage.turns == 4
+    assert result.usage.tokens_in == 3 * 100 + 300 and result.usage.tokens_out == 3 * 20 + 90
+    rows = generation_rows(ctx.transcript.parent)
+    assert [(r.generation, r.candidates, r.correct) for r in rows] == [
+        (0, 1, 1),
+        (1, 2, 1),
+        (2, 2, 1),
+    ]
+    assert rows[1].best_speedup == pytest.approx(1.0) and rows[2].best_speedup == expert.speedup
+
+
+def test_crossover_takes_two_parents_and_duplicates_cost_no_judge_call(
+    accel_context: MakeContext,
+) -> None:
+    script = [
+        kernel("; a\n" + BASELINE),  # gen 1: a mutation of the seed (the only parent)
+        kernel("; a\n" + BASELINE),  # gen 1: the same files again
+        kernel(EXPERT),  # gen 2: a crossover of 0 and 1
+        kernel(EXPERT),  # gen 2: the same again
+    ]
+    settings = SearchSettings(generations=2, population=3, proposals=2, crossover=1.0)
+    with FakeOpenAI(script) as server:
+        ctx = accel_context(server.base_url)
+        result = EvolveAgent(settings).run(ctx)
+    assert not server.failures, server.failures
+    made = candidates(ctx)
+    assert made[2].outcome == "duplicate" and made[2].judge_calls == 0
+    assert "the same files as candidate 1" in made[2].feedback
+    assert made[3].operation == "crossover" and sorted(made[3].parents) == [0, 1]
+    assert "Parent 2 (candidate" in user_prompt(server.requests[2])
+    assert made[4].outcome == "duplicate"  # the expert again: judged once
+    assert result.usage.tool_calls == 3
+
+
+def test_the_judge_call_budget_stops_the_search_with_the_best_submitted(
+    accel_context: MakeContext,
+) -> None:
+    settings = SearchSettings(generations=5, proposals=3, judge_calls=2)
+    with FakeOpenAI([kernel(EXPERT)]) as server:
+        ctx = accel_context(server.base_url)
+        result = EvolveAgent(settings).run(ctx)
+    assert result.status == "budget_exhausted"
+    assert "judge-call budget of 2 exhausted" in result.message
+    assert len(server.requests) == 1 and result.usage.tool_calls == 2
+    assert (ctx.workspace / "kernel.asm").read_text() == EXPERT
+
+
+def test_the_token_budget_counts_every_model_call(accel_context: MakeContext) -> None:
+    script = [kernel("; a\n" + BASELINE, prompt_tokens=400, completion_tokens=200)]
+    with FakeOpenAI(script) as server:
+        ctx = accel_context(server.base_url, Budget(wall_s=300, tokens=500))
+        result = EvolveAgent(SearchSettings(generations=3, proposals=2)).run(ctx)
+    assert result.status == "budget_exhausted" and "token budget of 500" in result.message
+    assert len(server.requests) == 1
+
+
+def test_a_verifier_rejection_costs_no_judge_call(accel_context: MakeContext) -> None:
+    script = [
+        kernel(BROKEN),
+        say("VERDICT: FAIL\n'frobnicate' is no npu instruction."),
+        kernel(EXPERT),
+        say("VERDICT: PASS\nIt assembles."),
+    ]
+    settings = SearchSettings(generations=1, proposals=2, verifiers=("compile",))
+    with FakeOpenAI(script) as server:
+        ctx = accel_context(server.base_url)
+        result = EvolveAgent(settings).run(ctx)
+    assert not server.failures
+    assert "You review a kernel" in server.requests[1]["messages"][0]["content"]
+    assert "frobnicate" in server.requests[1]["messages"][1]["content"]
+    seed, rejected, judged = candidates(ctx)
+    assert rejected.outcome == "rejected" and rejected.judge_calls == 0
+    assert rejected.verifiers[0].name == "compile" and rejected.verifiers[0].passed is False
+    assert "rejected by the compile verifier: 'frobnicate'" in rejected.feedback
+    assert judged.outcome == "judged" and judged.verifiers[0].passed is True
+    assert judged.tokens_in == 200  # the proposal's and the verifier's
+    assert result.usage.tool_calls == 2 and result.usage.turns == 4
+
+
+def test_options_and_their_errors() -> None:
+    agent = make_agent("evolve:generations=3,population=2,proposals=5,verifiers=compile+memory")
+    assert isinstance(agent, EvolveAgent)
+    assert agent.settings.generations == 3 and agent.settings.proposals == 5
+    assert agent.settings.verifiers == ("compile", "memory")
+    assert settings_from_options({}).verifiers == ()  # off by default
+    with pytest.raises(ConfigError, match="unknown verifier 'typos'"):
+        make_agent("evolve:verifiers=typos")
+    with pytest.raises(ConfigError, match="'population' of agent 'evolve' must be a whole"):
+        make_agent("evolve:population=0")
+    with pytest.raises(ConfigError, match="bad option 'colour=red'"):
+        make_agent("evolve:colour=red")
+
+
+def test_search_records_read_back_through_one_union(accel_context: MakeContext) -> None:
+    with FakeOpenAI([]) as server:
+        ctx = accel_context(server.base_url)
+        result = EvolveAgent(SearchSettings(generations=0)).run(ctx)
+    assert result.status == "finished"
+    lines = (ctx.transcript.parent / "search" / "search.jsonl").read_text().splitlines()
+    kinds = [json.loads(line)["kind"] for line in lines]
+    assert kinds == ["search_started", "candidate", "generation"]
+    started = SearchLog(ctx.transcript.parent).records()[0]
+    assert isinstance(started, SearchStarted) and started.resumed_from == 0

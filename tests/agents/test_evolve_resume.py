@@ -1,0 +1,118 @@
+"""`gauntlet run --agent evolve` killed mid-search (the run and its agent, SIGKILL), then resumed.
+
+The scripted model server stays up across the kill: the resumed run reaches it at the same
+address. The resumed search must not judge again what was judged, and must go on from the
+proposal it was waiting on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gauntlet.agents.evolve_log import CandidateJudged, SearchLog, SearchStarted
+from tests.support.fake_openai import Answer, FakeOpenAI, HTTPError, error, say
+
+REPO = Path(__file__).resolve().parents[2]
+RELU = REPO / "tasks" / "accel" / "npu" / "relu"
+
+
+def kernel(text: str) -> Answer:
+    return say(f"File: kernel.asm\n```\n{text}```\n")
+
+
+def children_of(pid: int) -> list[int]:
+    """Process ids whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_killed_evolve_run_resumes_where_its_search_stopped(tmp_path: Path) -> None:
+    expert = (RELU / "expert.asm").read_text()
+    baseline = (RELU / "baseline.asm").read_text()
+    waiting = threading.Event()
+    release = threading.Event()
+
+    def hold(request: dict[str, Any]) -> Answer | HTTPError:
+        # The second proposal: the test kills the run while the agent waits for this answer.
+        waiting.set()
+        release.wait(60)
+        return error(400, "the client is gone")
+
+    script = [kernel("; first\n" + baseline), hold]
+    out = tmp_path / "run"
+    argv = [
+        sys.executable, "-m", "gauntlet", "run", "--out", str(out), "--seed", "3",
+        "--tasks", "accel/npu/relu", "--model", "fake-model",
+        "--agent", "evolve:generations=2,proposals=2,crossover=0",
+    ]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+    with FakeOpenAI(script) as server:
+        argv += ["--base-url", server.base_url]
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: TID251 - the CLI as a user runs it, killed
+        try:
+            deadline = time.monotonic() + 240
+            while not waiting.wait(0.2):
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    proc.stderr.read().decode() if proc.stderr else ""
+                )
+            agents = children_of(proc.pid)
+            os.kill(proc.pid, signal.SIGKILL)
+            for pid in agents:  # the agent's process group (a session of its own) dies too
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            proc.wait()
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+        assert not (out / "attempts.jsonl").read_text().strip()
+        (attempt,) = (out / "attempts").iterdir()
+        log = SearchLog(attempt)
+        before = [r for r in log.records() if isinstance(r, CandidateJudged)]
+        assert [(c.candidate_id, c.operation) for c in before] == [(0, "seed"), (1, "mutate")]
+        server.add(kernel(expert), kernel("; third\n" + baseline), kernel(expert))
+        resumed = subprocess.run(  # noqa: TID251 - the CLI as a user runs it
+            [sys.executable, "-m", "gauntlet", "run", "--resume", str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    assert not server.failures[1:], server.failures  # the first: the held request's own
+    records = log.records()
+    starts = [r for r in records if isinstance(r, SearchStarted)]
+    assert [s.resumed_from for s in starts] == [0, 2]
+    made = [r for r in records if isinstance(r, CandidateJudged)]
+    assert [(c.candidate_id, c.generation) for c in made] == [
+        (0, 0),
+        (1, 1),
+        (2, 1),
+        (3, 2),
+        (4, 2),
+    ]
+    assert made[2].outcome == "judged" and made[2].correct
+    assert made[4].outcome == "duplicate"  # the expert again: not judged twice
+    assert sum(c.judge_calls for c in made) == 4  # the seed was not judged again
+    (line,) = (out / "attempts.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert record["agent"].startswith("evolve") and record["status"] == "pass", record["reason"]
+    assert record["usage"]["tool_calls"] == 4
+    assert (attempt / "submission" / "kernel.asm").read_text() == expert
