@@ -21,9 +21,12 @@ FaultKind = Literal[
     "dma_race",
     "invalid_operand",
     "step_limit",
+    "deadlock",
+    "stream_race",
 ]
 
-#: What each fault means, for the manual and for messages.
+#: What each fault means, for the manual and for messages (the tile array's own kinds,
+#: `deadlock` and `stream_race`, are documented in its manual's fault table).
 FAULT_DOCS: dict[str, str] = {
     "uninitialized_read": (
         "a read of memory or of an accumulator that nothing wrote since the program started "

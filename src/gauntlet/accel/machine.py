@@ -212,10 +212,12 @@ class Machine:
         self.queues: list[deque[int]] = [
             deque([0] * max(1, u.queue_depth), maxlen=max(1, u.queue_depth)) for u in units
         ]
-        # A unit has at most queue_depth + 1 instructions in flight when another unit looks;
-        # older records can no longer delay anything and fall off the end.
+        # A unit has at most queue_depth + 1 instructions in flight when another unit looks,
+        # unless its results land long after it finishes: such a unit declares how many it
+        # tracks (`Unit.tracked`) and waits for the oldest before it starts one more, so a
+        # record falls off the end only once it can no longer delay anything.
         self.inflight: list[deque[tuple[Any, ...]]] = [
-            deque(maxlen=u.queue_depth + 4) for u in units
+            deque(maxlen=u.tracked or u.queue_depth + 4) for u in units
         ]
         self.compute_units = [i for i, u in enumerate(units) if u.kind == "compute"]
         self.stalls = [0] * len(STALL_CAUSES)
@@ -591,6 +593,19 @@ class Machine:
     def cycles(self) -> int:
         """The cycle at which every unit and transfer has finished."""
         return max([self.t, *self.free, *self.horizon, *self.tag_done])
+
+
+def bursts_touched(address: int, rows: int, row_bytes: int, stride: int, burst: int) -> int:
+    """Bursts of `burst` bytes that `rows` rows of `row_bytes` bytes touch, whole.
+
+    Row i starts at byte `address + i * stride`; a row that starts inside a burst moves that
+    whole burst, so an unaligned row of one burst's length moves two.
+    """
+    if rows == 1 or stride % burst == 0:
+        first = address % burst
+        return rows * ((first + row_bytes - 1) // burst + 1)
+    starts = address + stride * np.arange(rows, dtype=np.int64)
+    return int(((starts + row_bytes - 1) // burst - starts // burst + 1).sum())
 
 
 def strided(array: np.ndarray, offset: int, rows: int, cols: int, step: int) -> np.ndarray:

@@ -40,6 +40,10 @@ class Unit:
     title: str
     kind: UnitKind
     queue_depth: int = 1
+    tracked: int = 0
+    """Results in flight the unit keeps track of (0: queue_depth + 4, enough for units whose
+    results land soon after they finish). A unit whose results land long after (a memory port
+    with a latency) holds at most this many; another waits for the oldest to land."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ class Platform:
     """The parameters without overrides (set by `get_platform`)."""
     syntax: str | None = None
     """The manual's assembly-syntax chapter, where the platform's differs from the default."""
+    grid: tuple[int, int] | None = None
+    """For an array of tiles: its rows and columns. Every tile runs the program on a machine of
+    its own and `simulate` runs them together (`gauntlet.accel.array`); None: one machine."""
     fault_docs: Mapping[str, str] | None = field(default=None, compare=False)
     """The manual's fault table (kind -> meaning) in the platform's terms, where it differs
     from the default `FAULT_DOCS`."""

@@ -90,6 +90,11 @@ def simulate(
     Raises:
         ConfigError: the inputs do not match the contract, or it does not fit in HBM.
     """
+    if program.platform.grid is not None:
+        # Imported here: the array's run loop builds on this module's records.
+        from gauntlet.accel.array import run_array
+
+        return run_array(program, contract, inputs, step_limit=step_limit)
     machine = Machine(program.platform, contract, inputs)
     return run(machine, program, step_limit=step_limit)
 

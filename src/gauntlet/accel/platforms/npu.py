@@ -36,7 +36,7 @@ from gauntlet.accel.isa import (
     formula_function,
 )
 from gauntlet.accel.isa import Field as F
-from gauntlet.accel.machine import Machine, strided
+from gauntlet.accel.machine import Machine, bursts_touched, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
@@ -248,71 +248,6 @@ def _mvt(
 # -- binders: control and memory instructions ---------------------------------------------------
 
 
-def _bind_setvl(m: Machine, d: Decoded) -> Step:
-    (rs,) = d.operands
-    regs = m.regs["r"]
-    vlen = int(m.params["vlen"])
-    nxt = d.pc + 1
-
-    def step() -> int:
-        n = regs[rs]
-        if n <= 0:
-            m.fault("invalid_operand", f"setvl with r{rs} = {n}; the vector length must be >= 1")
-        m.set_vl(n if n < vlen else vlen)
-        m.t += 1
-        return nxt
-
-    return step
-
-
-def _bind_setvli(m: Machine, d: Decoded) -> Step:
-    (n,) = d.operands
-    nxt = d.pc + 1
-
-    def step() -> int:
-        m.set_vl(n)
-        m.t += 1
-        return nxt
-
-    return step
-
-
-def _bind_loop(m: Machine, d: Decoded) -> Step:
-    regs = m.regs["r"]
-    (source,) = d.operands
-    constant = d.instruction.mnemonic == "loopi"
-    body = d.pc + 1
-    assert d.partner is not None  # the assembler pairs every loop with its endloop
-    after = d.partner + 1
-    loops = m.loops
-
-    def step() -> int:
-        m.t += 1
-        count = source if constant else regs[source]
-        if count <= 0:
-            return after
-        loops.append([count, body])
-        return body
-
-    return step
-
-
-def _bind_endloop(m: Machine, d: Decoded) -> Step:
-    loops = m.loops
-    nxt = d.pc + 1
-
-    def step() -> int:
-        m.t += 1
-        top = loops[-1]
-        top[0] -= 1
-        if top[0] > 0:
-            return int(top[1])
-        loops.pop()
-        return nxt
-
-    return step
-
-
 def _bind_dwait(m: Machine, d: Decoded) -> Step:
     tag = d.operands[0] if d.operands else None
     nxt = d.pc + 1
@@ -343,7 +278,8 @@ def _bind_load(space: str) -> Callable[[Machine, Decoded], Step]:
         regs, addr = m.regs["r"], m.regs["a"]
         sram = m.sram[space]
         unit = m.platform.unit_index("dma")
-        cost = formula_function(d.instruction.cost, m.env, ("rows", "cols", "itemsize"))
+        cost = formula_function(d.instruction.cost, m.env, ("bursts",))
+        burst = int(m.params["dma_burst_bytes"])
         latency = int(m.params["hbm_latency"])
         nxt = d.pc + 1
 
@@ -354,10 +290,11 @@ def _bind_load(space: str) -> Callable[[Machine, Decoded], Step]:
             start = regs[sreg] + soff
             words = rows * sstride
             m.check_sram(sram.sid, start, words, True)
-            region, view, _ = m.hbm_view(addr[areg] + aoff, rows, cols, hstride, False)
+            hbm = addr[areg] + aoff
+            region, view, _ = m.hbm_view(hbm, rows, cols, hstride, False)
             m.dma_issue(
                 unit,
-                cost(rows, cols, region.itemsize),
+                cost(bursts_touched(hbm, rows, cols * region.itemsize, hstride, burst)),
                 latency,
                 tag,
                 ((sram.sid, start, start + words, True),),
@@ -382,7 +319,8 @@ def _bind_store(m: Machine, d: Decoded) -> Step:
     sram = m.sram["vsram"]
     written = np.frombuffer(sram.written, dtype=np.uint8)
     unit = m.platform.unit_index("dma")
-    cost = formula_function(d.instruction.cost, m.env, ("rows", "cols", "itemsize"))
+    cost = formula_function(d.instruction.cost, m.env, ("bursts",))
+    burst = int(m.params["dma_burst_bytes"])
     latency = int(m.params["hbm_latency"])
     nxt = d.pc + 1
 
@@ -400,12 +338,13 @@ def _bind_store(m: Machine, d: Decoded) -> Step:
             m.uninit_sram(sram.sid, start, end - start)
         if m.pending:
             m.check_pending(sram.sid, start, end, False)
-        region, view, offset = m.hbm_view(addr[areg] + aoff, rows, cols, hstride, True)
+        hbm = addr[areg] + aoff
+        region, view, offset = m.hbm_view(hbm, rows, cols, hstride, True)
         view[...] = source
         counters = m.hbm_mark(region, offset, rows, cols, hstride // region.itemsize)
         m.dma_issue(
             unit,
-            cost(rows, cols, region.itemsize),
+            cost(bursts_touched(hbm, rows, cols * region.itemsize, hstride, burst)),
             latency,
             tag,
             ((sram.sid, start, end, False),),
@@ -723,7 +662,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         example="setvl r4",
         description="Later vector instructions process VL elements. A remaining count can be "
         "passed directly: VL becomes VLEN while more remain.",
-        binder=_bind_setvl,
+        binder=control.bind_setvl,
     )
     add(
         mnemonic="setvli",
@@ -734,7 +673,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="set the vector length",
         operation="VL <- n",
         example="setvli 16",
-        binder=_bind_setvli,
+        binder=control.bind_setvli,
     )
     # Control.
     target = F("target", Label())
@@ -783,7 +722,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="repeat count times: body up to endloop",
         description=loop_doc,
         example="loop r5\n    addi r1, r1, 1\nendloop",
-        binder=_bind_loop,
+        binder=control.bind_loop,
         block="open",
     )
     add(
@@ -796,7 +735,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         operation="repeat count times: body up to endloop",
         description=loop_doc,
         example="loopi M // MLEN\n    addi r1, r1, MLEN\nendloop",
-        binder=_bind_loop,
+        binder=control.bind_loop,
         block="open",
     )
     add(
@@ -808,7 +747,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         summary="end of a hardware loop body",
         operation="if --count > 0: pc <- loop body",
         example="loopi 4\n    nop\nendloop",
-        binder=_bind_endloop,
+        binder=control.bind_endloop,
         block="close",
     )
     add(
@@ -835,10 +774,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         semantics=lambda: None,
     )
     # Memory.
-    dma_cost = (
-        "dma_setup + cdiv(rows * cdiv(cols * itemsize, dma_burst_bytes) * dma_burst_bytes, "
-        "hbm_bytes_per_cycle)"
-    )
+    dma_cost = "dma_setup + cdiv(bursts * dma_burst_bytes, hbm_bytes_per_cycle)"
     tag_field = F("tag", tag, doc="completion group that dwait waits for")
     shape_fields = (
         rs("rows", "rows to transfer"),
@@ -847,11 +783,16 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         rs("sstride", "words from one SRAM row to the next (>= cols)"),
         tag_field,
     )
+    bursts_doc = (
+        " Cost: `bursts` counts the DMA_BURST_BYTES-byte bursts of HBM that the rows touch, "
+        "whole: each row moves every burst it overlaps, so a row that starts inside a burst "
+        "(an unaligned address or row stride) moves one burst more than an aligned one."
+    )
     load_doc = (
         "Copies rows x cols elements from HBM (row i starts at src + i * hstride bytes; the "
         "element type is the region's) into rows x sstride SRAM words at dst (row i at "
         "dst + i * sstride), converting to fp32 and filling columns cols..sstride-1 with 0. "
-        "The transfer runs in the background: wait for its tag before touching dst."
+        "The transfer runs in the background: wait for its tag before touching dst." + bursts_doc
     )
     for mnemonic, space, sram_mem in (("dldv", "vsram", vmem), ("dldm", "msram", mmem)):
         add(
@@ -880,7 +821,8 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         "for i < rows, j < cols",
         description="Rounds to the region's element type (bf16: to nearest even). Only output "
         "and scratch regions are writable; rows may not overlap (hstride >= cols * itemsize). "
-        "Wait for the tag before writing src again or reading the stored HBM bytes back.",
+        "Wait for the tag before writing src again or reading the stored HBM bytes back."
+        + bursts_doc,
         example="dstv [a1], [r1], r2, r3, r4, r5, 1",
         binder=_bind_store,
     )

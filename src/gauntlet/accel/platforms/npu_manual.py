@@ -148,8 +148,9 @@ last unit or transfer needs to finish.
   has finished (`memory_dependency`). A scalar instruction reading an fp32 register that a
   vector reduction still computes stalls the front end (`register_dependency`).
 - **DMA.** A transfer occupies the engine for `dma_setup` + its bursts / bandwidth: each row
-  moves ceil(row bytes / {p.dma_burst_bytes}) bursts of {p.dma_burst_bytes} bytes at
-  {p.hbm_bytes_per_cycle} bytes per cycle, so short rows waste bandwidth. Its data lands
+  moves every burst of {p.dma_burst_bytes} bytes it overlaps, whole, at
+  {p.hbm_bytes_per_cycle} bytes per cycle, so short rows waste bandwidth and a row that starts
+  inside a burst (an unaligned address or row stride) moves one burst more. Its data lands
   `hbm_latency` = {p.hbm_latency} cycles after that; transfers pipeline, so the latency of one
   overlaps the next. `dwait` stalls the front end until the tag's data has landed (`dma_wait`).
 - **Overlap.** Units run concurrently. While the matrix unit multiplies tile k, the DMA engine

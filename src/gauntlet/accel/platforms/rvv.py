@@ -41,7 +41,7 @@ from gauntlet.accel.isa import (
     formula_function,
 )
 from gauntlet.accel.isa import Field as F
-from gauntlet.accel.machine import REGISTER_DEPENDENCY, Machine, strided
+from gauntlet.accel.machine import MEMORY_DEPENDENCY, REGISTER_DEPENDENCY, Machine, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
 
 F64 = np.float64
@@ -77,6 +77,9 @@ class RvvParams(BaseModel):
     """Cycles from the end of a load's transfer until its data is in the registers."""
     mem_setup: int = Field(ge=0)
     """Cycles the memory unit spends on each access (address generation, request)."""
+    mem_inflight: int = Field(ge=1, le=256)
+    """Vector loads and stores the memory unit keeps in flight (its miss-status entries): one
+    more starts only when the oldest has landed."""
     clock_ghz: float = Field(gt=0)
     """Clock frequency, to convert cycles to time."""
     branch_penalty: int = Field(ge=0)
@@ -186,6 +189,11 @@ def _schedule(
         start = ready_at
     if accesses and any(m.horizon[u] > start for u in m.compute_units if u != unit):
         start = m.deps(unit, start, accesses)
+    records = m.inflight[unit]
+    if accesses and len(records) == records.maxlen and records[0][0] > start:
+        # Every tracking entry holds an access still in flight: wait for the oldest to land.
+        m.stalls[MEMORY_DEPENDENCY] += records[0][0] - start
+        start = records[0][0]
     end = start + cost
     m.free[unit] = end
     m.busy[unit] += cost
@@ -1003,7 +1011,13 @@ def build_rvv(p: RvvParams) -> Platform:
     isa = ISA(_instructions(p, rf), GROUPS, tuple(rf.values()))
     units = (
         Unit("scalar", "scalar front end", "frontend"),
-        Unit("memory", "memory unit (loads and stores)", "compute", p.mem_queue_depth),
+        Unit(
+            "memory",
+            "memory unit (loads and stores)",
+            "compute",
+            p.mem_queue_depth,
+            tracked=p.mem_inflight,
+        ),
         Unit("vector", "vector unit", "compute", p.queue_depth),
     )
     spaces = (Space("vrf", "vector register file", VREGS * p.vlen, p.vlen),)

@@ -220,7 +220,10 @@ last unit needs to finish.
   vec_latency = {p.vec_latency} cycles after it finishes.
 - **Memory unit.** An access occupies it mem_setup + cdiv(lines * LINE_BYTES,
   MEM_BYTES_PER_CYCLE) cycles; a load's data lands mem_latency = {p.mem_latency} cycles after
-  that. Loads pipeline: the latency of one overlaps the transfer of the next.
+  that. Loads pipeline: the latency of one overlaps the transfer of the next, up to
+  mem_inflight = {p.mem_inflight} vector accesses in flight; one more starts only when the
+  oldest has landed (`memory_dependency`), so back-to-back loads sustain at most
+  mem_inflight accesses per mem_latency cycles.
 - **Dependencies.** An instruction starts only after every earlier instruction of the other
   unit that writes what it reads, reads what it writes, or writes what it writes (same vector
   register elements) has finished and its result has landed (`memory_dependency`); an
