@@ -1,0 +1,137 @@
+"""What the `autotune` agent achieves, and what it costs, beside `baseline` and `expert`.
+
+    python3 scripts/bench_autotune.py --tuned --device-kind sim --out autotune.md
+    python3 scripts/bench_autotune.py --tuned --device-kind cpu
+    python3 scripts/bench_autotune.py --tuned --device cuda:0 --run-dir runs/autotune-gpu
+
+Runs `baseline`, `expert` and `autotune[:OPTIONS]` through `gauntlet.start_run` (the same path
+as `gauntlet run`: each agent in its child process, each submission judged by the full protocol
+with the run's secret seed, hidden configs included) on the chosen tasks, then prints (and
+writes with `--out`) a markdown table per task: each agent's status and speedup of the final
+verdict, autotune's judge calls and wall seconds (its search and its final judgment), and
+whether autotune improved on the baseline (passed with a speedup above 1). The header names the
+machine, the date, the options and the counts; the last lines sum what the autotune attempts
+cost, which is what adding the agent adds to a run of the same tasks (`make run`) before
+parallelism. `--tuned` keeps only tasks that declare knobs; `--device-kind` keeps tasks
+judged on that kind of device here (`sim`, `cpu`, `cuda`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+from gauntlet import devices, suites
+from gauntlet.runner import RunConfig, start_run
+from gauntlet.store import AttemptRecord
+
+
+def _tasks(args: argparse.Namespace) -> list[str]:
+    chosen = []
+    for task in suites.select(suite=args.suite, pattern=args.tasks or None):
+        device = devices.device_for(task, args.device)
+        kind = devices.kind_of(device).split(":")[0] if device is not None else None
+        if kind is None or (args.device_kind and kind != args.device_kind):
+            continue
+        if args.tuned and task.spec.autotune is None:
+            continue
+        chosen.append(task.task_id)
+    return chosen
+
+
+def _cpu() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return platform.processor() or platform.machine()
+
+
+def _cell(record: AttemptRecord | None) -> str:
+    if record is None:
+        return "-"
+    speedup = record.verdict.speedup if record.verdict is not None else None
+    return str(record.status) + (f" {speedup:.3f}" if speedup is not None else "")
+
+
+def _seconds(record: AttemptRecord) -> float:
+    return float((record.finished_at - record.started_at).total_seconds())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default=None)
+    parser.add_argument("--tasks", action="append", default=[], help="task id glob (repeatable)")
+    parser.add_argument("--device", default=None, help="e.g. cuda:0 (default: best per task)")
+    parser.add_argument("--device-kind", choices=["sim", "cpu", "cuda"], default=None)
+    parser.add_argument("--tuned", action="store_true", help="only tasks that declare knobs")
+    parser.add_argument("--options", default="", help="autotune options, e.g. calls=8")
+    parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--run-dir", type=Path, default=None, help="default: a temporary one")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table here")
+    args = parser.parse_args()
+
+    task_ids = _tasks(args)
+    if not task_ids:
+        print("no task selected", file=sys.stderr)
+        return 2
+    autotune = "autotune" + (f":{args.options}" if args.options else "")
+    run_dir = args.run_dir or Path(
+        f"/tmp/bench-autotune-{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}"
+    )
+    config = RunConfig(
+        pattern=task_ids,
+        agents=["baseline", "expert", autotune],
+        device=args.device,
+        parallel=args.parallel,
+        seed=args.seed,
+    )
+    records = start_run(config, run_dir).attempts()
+    by = {(r.task_id, r.agent): r for r in records}
+    lines = [
+        f"Machine: {_cpu()} ({platform.machine()}, {os.cpu_count()} cores), "
+        f"{', '.join(d.description for d in devices.list_devices())}; "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; agent `{autotune}`; "
+        f"run {run_dir}, --parallel {args.parallel}.",
+        "",
+        "| task | baseline | expert | autotune | hidden | judge calls | autotune s | improved |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    improved = 0
+    costs = []
+    for task_id in task_ids:
+        tuned = by.get((task_id, autotune))
+        if tuned is None:
+            continue
+        speedup = tuned.verdict.speedup if tuned.verdict is not None else None
+        hidden = tuned.verdict.hidden_speedup if tuned.verdict is not None else None
+        better = tuned.status == "pass" and speedup is not None and speedup > 1.0
+        improved += better
+        costs.append(_seconds(tuned))
+        lines.append(
+            f"| {task_id} | {_cell(by.get((task_id, 'baseline')))} | "
+            f"{_cell(by.get((task_id, 'expert')))} | {_cell(tuned)} | "
+            f"{'-' if hidden is None else f'{hidden:.3f}'} | {tuned.usage.turns} | "
+            f"{_seconds(tuned):.1f} | {'yes' if better else 'no'} |"
+        )
+    lines += [
+        "",
+        f"autotune improved on the baseline on {improved} of {len(costs)} tasks; its attempts "
+        f"took {sum(costs):.0f} s in all (median {statistics.median(costs):.1f} s a task).",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
