@@ -228,3 +228,63 @@ def test_search_records_read_back_through_one_union(accel_context: MakeContext) 
     assert kinds == ["search_started", "candidate", "generation"]
     started = SearchLog(ctx.transcript.parent).records()[0]
     assert isinstance(started, SearchStarted) and started.resumed_from == 0
+
+
+@pytest.mark.slow
+def test_a_search_on_a_cpu_interpreter_task(
+    scale_task: Task, tmp_path: Path, make_context: Callable[..., Any]
+) -> None:
+    # `test/scale` under Triton's interpreter: the `cpu` device is not timed, so correctness
+    # alone selects, and the earliest correct candidate stays the best.
+    expert = (REPO / "tests" / "agents" / "task_scale" / "expert" / "kernel.py").read_text()
+    wrong = expert.replace("x * 2.0 + 1.0", "x * 2.0")
+    script = [
+        say(f"File: kernel.py\n```python\n{wrong}```"),
+        say(f"```python\n{expert}```"),  # one unnamed block: the contract's one file
+    ]
+    with FakeOpenAI(script) as server:
+        ctx, _ = make_context(scale_task, model=ModelSettings(model="m", base_url=server.base_url))
+        result = EvolveAgent(SearchSettings(generations=1, proposals=2)).run(ctx)
+    assert result.status == "finished", result.message
+    seed, wrong_one, right_one = candidates(ctx)
+    assert seed.correct and seed.speedup is None
+    assert wrong_one.status == "incorrect" and "mismatch" in wrong_one.feedback
+    assert right_one.correct and right_one.parents == [0]
+    assert "best: candidate 0" in result.message  # untimed: the earliest correct one
+    assert result.usage.tool_calls == 3
+
+
+def test_the_report_shows_a_search_per_generation(tmp_path: Path) -> None:
+    from gauntlet.report.page import render_report
+    from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
+
+    builder = RunBuilder(tmp_path / "run", device="sim:npu")
+    record = builder.add("accel/npu/relu", "pass", agent="evolve", speedup=5.0, track="accel")
+    run = builder.write()
+    log = SearchLog(run / "attempts" / record.attempt_id)
+    for number, (generation, correct, speedup) in enumerate(
+        [(0, True, 1.0), (1, False, None), (1, True, 5.8), (2, True, 2.0)]
+    ):
+        log.append(
+            CandidateJudged(
+                candidate_id=number,
+                generation=generation,
+                operation="seed" if number == 0 else "mutate",
+                outcome="judged",
+                correct=correct,
+                speedup=speedup,
+                judge_calls=1,
+                tokens_in=100 * number,
+                cost_usd=0.01 * number,
+            )
+        )
+    html = render_report(run, bootstrap=FAST_BOOTSTRAP)
+    table = html.split('<table class="search">', 1)[1].split("</table>", 1)[0]
+    rows = [row.split("</tr>")[0] for row in table.split("<tr>")[2:]]
+    cells = [[cell.split("<")[0] for cell in row.split('class="num">')[1:]] for row in rows]
+    assert [c[:4] + c[5:7] for c in cells] == [
+        ["0", "1", "1", "1", "1", "0"],
+        ["1", "2", "2", "1", "3", "300"],
+        ["2", "1", "1", "1", "4", "600"],
+    ]
+    assert "5.80" in cells[1][4] and "5.80" in cells[2][4] and cells[2][7] == "$0.0600"

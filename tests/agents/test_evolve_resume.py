@@ -1,8 +1,9 @@
-"""`gauntlet run --agent evolve` killed mid-search (the run and its agent, SIGKILL), then resumed.
+"""The `evolve` agent killed mid-search (SIGKILL, with what it started), then resumed.
 
-The scripted model server stays up across the kill: the resumed run reaches it at the same
-address. The resumed search must not judge again what was judged, and must go on from the
-proposal it was waiting on.
+Once as a run starts an agent (its own process), once through `gauntlet run` and `--resume`
+(slow: two runs of the command line and a full judgment). The scripted model server stays up
+across the kill, so the resumed search reaches it at the same address. The resumed search must
+not judge again what was judged, and must go on from the proposal it was waiting on.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+import pytest
+
+from gauntlet import suites
+from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings
+from gauntlet.agents.child import run_in_child
 from gauntlet.agents.evolve_log import CandidateJudged, SearchLog, SearchStarted
+from gauntlet.workspace import build_workspace
 from tests.support.fake_openai import Answer, FakeOpenAI, HTTPError, error, say
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +51,71 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def test_a_killed_evolve_agent_resumes_from_its_search_log(tmp_path: Path) -> None:
+    # The agent in its own process as a run starts it (`run_in_child`), killed with everything
+    # it started while it waits for a proposal; a second process takes the search up.
+    baseline = (RELU / "baseline.asm").read_text()
+    expert = (RELU / "expert.asm").read_text()
+    waiting = threading.Event()
+    release = threading.Event()
+
+    def hold(request: dict[str, Any]) -> Answer | HTTPError:
+        waiting.set()
+        release.wait(60)
+        return error(400, "the client is gone")
+
+    task = suites.load_by_id("accel/npu/relu")
+    budget = Budget(wall_s=300)
+    spec = "evolve:generations=1,proposals=3,crossover=0"
+    with FakeOpenAI([kernel("; first\n" + baseline), hold]) as server:
+
+        def context(name: str) -> AgentContext:
+            workspace = build_workspace(
+                task, tmp_path / name / "workspace", device="sim:npu", budget=budget
+            )
+            return AgentContext(
+                task=task,
+                workspace=workspace.path,
+                brief=workspace.brief,
+                budget=budget,
+                model=ModelSettings(model="fake-model", base_url=server.base_url),
+                device="sim:npu",
+                transcript=tmp_path / "attempt" / "transcript.jsonl",
+                seed=1,
+            )
+
+        results: list[AgentResult] = []
+        first = threading.Thread(target=lambda: results.append(run_in_child(spec, context("a"))))
+        first.start()
+        try:
+            assert waiting.wait(120), "the agent never asked for its second proposal"
+            (agent,) = [
+                p
+                for p in psutil.Process().children()
+                if "gauntlet.agents.child" in " ".join(p.cmdline())
+            ]
+            for victim in [agent, *agent.children(recursive=True)]:
+                victim.kill()
+        finally:
+            release.set()
+            first.join(60)
+        assert results[0].status == "error"  # killed: no result
+        server.add(kernel(expert), kernel(expert))
+        second = run_in_child(spec, context("b"))
+    assert second.status == "finished", second.message
+    log = SearchLog(tmp_path / "attempt")
+    made = [r for r in log.records() if isinstance(r, CandidateJudged)]
+    assert [(c.candidate_id, c.outcome) for c in made] == [
+        (0, "judged"),
+        (1, "judged"),
+        (2, "judged"),
+        (3, "duplicate"),
+    ]
+    assert second.usage.tool_calls == 3  # the seed and the first proposal not judged again
+    assert (tmp_path / "b" / "workspace" / "kernel.asm").read_text() == expert
+
+
+@pytest.mark.slow
 def test_a_killed_evolve_run_resumes_where_its_search_stopped(tmp_path: Path) -> None:
     expert = (RELU / "expert.asm").read_text()
     baseline = (RELU / "baseline.asm").read_text()

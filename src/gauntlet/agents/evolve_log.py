@@ -4,7 +4,7 @@
 `search.jsonl`, one typed record a line (`SearchStarted`, `CandidateJudged`,
 `GenerationEnded`, each with `kind` and `schema_version`, read through one union), appended and
 fsynced as each happens, and `candidates/<id>/` with each candidate's files. The agent resumes
-from it; the report reads the progress (`generation_rows`) from it.
+from it; the report reads the progress per generation (`generation_rows`) from it.
 """
 
 from __future__ import annotations
@@ -197,29 +197,35 @@ class GenerationRow(BaseModel):
 
 
 def generation_rows(attempt_dir: Path) -> list[GenerationRow]:
-    """The search's progress per generation (empty where the attempt holds no search log)."""
+    """The search's progress per generation (none where the attempt holds no search log).
+
+    Taken from the candidates, so a generation a budget or a kill cut short is shown too.
+    """
     try:
         records = SearchLog(attempt_dir).records()
     except (OSError, RecordError) as err:
         logger.warning("cannot read the search log of '%s': %s", attempt_dir, err)
         return []
-    made: dict[int, list[CandidateJudged]] = {}
-    ended: dict[int, GenerationEnded] = {}
-    for record in records:
-        if isinstance(record, CandidateJudged):
-            made.setdefault(record.generation, []).append(record)
-        elif isinstance(record, GenerationEnded):
-            ended[record.generation] = record
-    return [
-        GenerationRow(
-            generation=number,
-            candidates=len(made.get(number, [])),
-            judged=sum(c.outcome == "judged" for c in made.get(number, [])),
-            correct=sum(c.correct for c in made.get(number, [])),
-            best_speedup=end.best_speedup,
-            judge_calls=end.judge_calls,
-            tokens=end.tokens,
-            cost_usd=end.cost_usd,
+    made = [r for r in records if isinstance(r, CandidateJudged)]
+    rows: list[GenerationRow] = []
+    for number in sorted({c.generation for c in made}):
+        now = [c for c in made if c.generation == number]
+        so_far = [c for c in made if c.generation <= number]
+        speeds = [
+            c.speedup
+            for c in so_far
+            if c.outcome == "judged" and c.correct and c.speedup is not None
+        ]
+        rows.append(
+            GenerationRow(
+                generation=number,
+                candidates=len(now),
+                judged=sum(c.outcome == "judged" for c in now),
+                correct=sum(c.outcome == "judged" and c.correct for c in now),
+                best_speedup=max(speeds) if speeds else None,
+                judge_calls=sum(c.judge_calls for c in so_far),
+                tokens=sum(c.tokens_in + c.tokens_out for c in so_far),
+                cost_usd=round(sum(c.cost_usd for c in so_far), 6),
+            )
         )
-        for number, end in sorted(ended.items())
-    ]
+    return rows

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from gauntlet.agents.evolve_log import GenerationRow, generation_rows
 from gauntlet.store import AttemptRecord, RunStore
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class AttemptView:
     transcripts: list[Transcript] = field(default_factory=list)
     other_files: list[tuple[str, int]] = field(default_factory=list)
     """Other files of the attempt folder (judge log, profiles): name and size."""
+    search: list[GenerationRow] = field(default_factory=list)
+    """A search agent's progress per generation (`evolve`); empty for other agents."""
 
 
 def _read_capped(path: Path, limit_bytes: int) -> tuple[bytes, int]:
@@ -157,4 +160,5 @@ def attempt_view(store: RunStore, record: AttemptRecord) -> AttemptView:
         submission=submission,
         transcripts=transcripts,
         other_files=others,
+        search=generation_rows(folder) if folder.is_dir() else [],
     )
