@@ -141,6 +141,11 @@ class SubmissionSpec(_Model):
     """Task file copied into the workspace as the submission's starting point."""
     max_bytes: int = Field(default=200_000, gt=0)
     """Largest accepted size of one submission file."""
+    adapter: CodeRef | None = None
+    """A task function that binds the submission's entry to the call contract, per config:
+    `adapter(entry, config_params, device) -> callable(*inputs)`. Task code run in the
+    candidate's process, outside the watched calls (KernelBench's `ModelNew`: built with the
+    config's init inputs, its state checked with `load_state_dict(strict=True)`)."""
 
 
 class Domain(_Model):
@@ -524,6 +529,8 @@ def _check_files(task: Task, toml_path: Path) -> None:
     refs: list[tuple[str, CodeRef]] = [("reference", spec.reference), ("inputs", spec.inputs)]
     if spec.baseline is not None:
         refs.append(("baseline", spec.baseline))
+    if spec.submission.adapter is not None:
+        refs.append(("submission.adapter", spec.submission.adapter))
     for key, ref in refs:
         path = _existing(task, toml_path, f"{key}.file", ref.file)
         if path.suffix == ".py" and ref.entry not in _top_level_names(path, toml_path, key):
@@ -612,6 +619,11 @@ def _check_autotune(task: Task, toml_path: Path) -> None:
     if target not in task.spec.submission.files:
         files = task.spec.submission.files
         raise TaskFormatError(where, "autotune.file", f"'{target}' is not one of {files}")
+    entry = task.spec.submission.entry
+    if path.suffix == ".py" and entry not in _top_level_names(path, toml_path, "autotune"):
+        raise TaskFormatError(
+            where, "autotune.template", f"{tuning.template} defines no '{entry}' (the entry)"
+        )
     text = path.read_text(encoding="utf-8")
     try:
         point = knobs.template_point(text, tuning.template, tuning.knobs)

@@ -57,13 +57,19 @@ def kernelbench(
     max_mb: float = typer.Option(2048, "--max-mb", help="Cap on a config's compulsory MiB."),
     max_gflop: float = typer.Option(1000, "--max-gflop", help="Cap on a config's GFLOP."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Problems analysed at once."),
+    contract: str = typer.Option(
+        "function", "--contract", help="function, or modelnew: judge KernelBench ModelNew files."
+    ),
 ) -> None:
     """Import KernelBench problems; writes import_report.json beside the tasks."""
     from gauntlet.importers import ImportOptions, import_kernelbench
 
     if not path.is_dir():
         raise ConfigError(f"'{path}' is not a folder; give a KernelBench checkout")
+    if contract not in ("function", "modelnew"):
+        raise ConfigError(f"unknown --contract '{contract}' (known: function, modelnew)")
     options = ImportOptions(
+        contract=contract,  # type: ignore[arg-type]
         levels=_numbers(levels, "--levels") or [],
         ids=_numbers(ids, "--ids"),
         track=track,

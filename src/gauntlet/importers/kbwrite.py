@@ -11,13 +11,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gauntlet.importers.kbprobe import DROPOUT, KERNELBENCH_TOL, Analysis
 from gauntlet.importers.kbsource import ProblemRefused, ProblemSource, module_text
 
 #: The submission's entry point.
 ENTRY = "forward"
+#: KernelBench's contract (`contract = "modelnew"`): the submission's file and class, and the
+#: task's adapter file that builds it per config.
+MODELNEW_FILE = "model_new.py"
+MODELNEW_ENTRY = "ModelNew"
+ADAPTER_FILE = "compat.py"
 #: Names the generated reference uses itself; an input of such a name is renamed.
 RESERVED = frozenset(
     {"torch", "nn", "F", "math", "model", "params", "Model", "get_init_inputs", "_problem",
@@ -49,6 +54,9 @@ class TaskPlan:
     """A backward task: gradients of every float forward input and parameter are checked."""
     tolerances: dict[str, float] = field(default_factory=lambda: dict(KERNELBENCH_TOL))
     """atol = rtol per dtype."""
+    contract: Literal["function", "modelnew"] = "function"
+    """`function`: the submission is `forward(inputs, parameters, constants)`; `modelnew`: an
+    unmodified KernelBench `ModelNew` file, built per config by the task's adapter."""
 
     def forward_names(self) -> list[str]:
         """Input names of the forward inputs."""
@@ -94,7 +102,12 @@ def write_task(plan: TaskPlan, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "reference.py").write_text(reference_text(plan), encoding="utf-8")
     (folder / "inputs.py").write_text(inputs_text(plan), encoding="utf-8")
-    (folder / "template.py").write_text(template_text(plan), encoding="utf-8")
+    if plan.contract == "modelnew":
+        (folder / "template.py").write_text(modelnew_template(plan), encoding="utf-8")
+        (folder / ADAPTER_FILE).write_text(adapter_text(plan), encoding="utf-8")
+    else:
+        (folder / "template.py").write_text(template_text(plan), encoding="utf-8")
+        (folder / ADAPTER_FILE).unlink(missing_ok=True)
     (folder / "task.toml").write_text(task_toml(plan), encoding="utf-8")
 
 
@@ -224,6 +237,59 @@ def template_text(plan: TaskPlan) -> str:
     )
 
 
+def adapter_text(plan: TaskPlan) -> str:
+    """compat.py: the task's adapter that builds the submission's ModelNew per config."""
+    return (
+        _header(plan, "KernelBench's ModelNew contract")
+        + "\nThe judge's worker calls `adapt(ModelNew, config, device)` once per config, outside "
+        "the\nwatched calls (`gauntlet.importers.kbcompat`).\n"
+        + '"""\n\n'
+        + "from pathlib import Path\n\n"
+        + "from gauntlet.importers.kbcompat import bind\n"
+        + "from gauntlet.importers.kbinputs import load_problem\n\n"
+        + f"FORWARD = {json.dumps(plan.forward_names())}\n"
+        + f"PARAMETERS = {json.dumps(plan.parameter_names())}\n"
+        + f"CONSTANTS = {json.dumps(list(plan.source.constants))}\n"
+        + f"ZEROED = {json.dumps(sorted(plan.zeroed))}\n\n"
+        + '_PROBLEM = load_problem(Path(__file__).with_name("reference.py"))\n\n\n'
+        + "def adapt(entry, config, device):\n"
+        + "    return bind(\n"
+        + "        _PROBLEM, entry, config, device,\n"
+        + "        forward=FORWARD, parameters=PARAMETERS, constants=CONSTANTS, zeroed=ZEROED,\n"
+        + f"        dropout_off={plan.analysis.dropout_off},\n"
+        + "    )\n"
+    )
+
+
+def modelnew_template(plan: TaskPlan) -> str:
+    """template.py under KernelBench's contract: a ModelNew to complete."""
+    language = "CUDA (load_inline at module level)" if plan.track == "torch2cuda" else "Triton"
+    imports = "import torch\nimport torch.nn as nn\n" + (
+        "from torch.utils.cpp_extension import load_inline\n" if plan.track == "torch2cuda"
+        else "import triton\nimport triton.language as tl\n"
+    )  # fmt: skip
+    forward = ", ".join(plan.forward_names())
+    return (
+        f'"""{plan.origin} problem {Path(plan.problem).stem} ({plan.problem}) in {language}: '
+        "your submission,\nunder KernelBench's contract: an unmodified KernelBench ModelNew "
+        "file.\n\n"
+        "The judge builds `ModelNew(*get_init_inputs())` at each config's constants, moves it to "
+        "the\nconfig's dtype, loads the problem Model's state into it with "
+        "load_state_dict(strict=True)\n(the same parameter and buffer names and shapes as "
+        "Model), then calls\n"
+        f"`forward({forward})` with fresh weights swapped in on every call: keep none of them.\n"
+        "The work must be done by your own kernels; inputs must not be modified.\n"
+        '"""\n\n'
+        f"{imports}\n\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self, *init_inputs):\n"
+        "        super().__init__()\n"
+        '        raise NotImplementedError("the layers of Model, with the same names")\n\n'
+        f"    def forward(self, {forward}):\n"
+        '        raise NotImplementedError("write the kernel(s) and launch them here")\n'
+    )
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -281,11 +347,13 @@ def task_toml(plan: TaskPlan) -> str:
         f"distributions = {_toml(plan.distributions)}",
         "",
         "[submission]",
-        'files = ["kernel.py"]',
-        f'entry = "{ENTRY}"',
+        f"files = {_toml([MODELNEW_FILE if plan.contract == 'modelnew' else 'kernel.py'])}",
+        f'entry = "{MODELNEW_ENTRY if plan.contract == "modelnew" else ENTRY}"',
         f'language = "{language}"',
         'template = "template.py"',
     ]
+    if plan.contract == "modelnew":
+        out.append(f'adapter = {{ file = "{ADAPTER_FILE}", entry = "adapt" }}')
     for params in analysis.visible:
         out += ["", "[[configs.visible]]"] + [f"{k} = {_toml(v)}" for k, v in params.items()]
     out += ["", "[configs.hidden]", "fixed = ["]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -58,6 +58,9 @@ class ImportOptions(BaseModel):
     timeout_s: float = 600.0
     """Time limit of each probe."""
     jobs: int = 1
+    contract: Literal["function", "modelnew"] = "function"
+    """The submission contract of KernelBench tasks: a function of the inputs, parameters and
+    constants, or KernelBench's own `ModelNew` file (`kbcompat`)."""
 
 
 def problem_files(
@@ -126,7 +129,7 @@ def import_problem(level: int, path: Path, out: Path, options: ImportOptions) ->
         return refused(problem, folder, str(err))
     plan = TaskPlan(task_id=f"{options.id_prefix}/{name}", problem=problem, level=level,
                     track=options.track, source=source, analysis=Analysis(),
-                    distributions=list(DISTRIBUTIONS))  # fmt: skip
+                    distributions=list(DISTRIBUTIONS), contract=options.contract)  # fmt: skip
     return import_plan(plan, folder, options)
 
 

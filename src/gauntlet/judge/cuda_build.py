@@ -989,10 +989,10 @@ def _units(
                 f"({baseline.failure}):\n{baseline.record.reason}"
             )
         refs.append(baseline.ref())
+    # A class the task's adapter builds per config (with init inputs) is imported, not built.
+    entry = spec.submission.entry if spec.submission.adapter is None else ""
     submission = _ensure_unit(
-        _Source(
-            "submission", dict(files), spec.submission.files[0], spec.submission.entry, task.root
-        ),
+        _Source("submission", dict(files), spec.submission.files[0], entry, task.root),
         arch_list,
         refs,
         timeout_s,

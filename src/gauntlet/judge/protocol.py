@@ -116,6 +116,8 @@ class WorkerRequest(_Frame):
     """The folder of the CUDA build's run manifest: both roles load prebuilt units from it (the
     reference worker only the task's own, since it never imports the submission)."""
     submission: SubmissionSpec | None
+    adapter: EntrySpec | None = None
+    """The task's adapter of the submission's entry (`[submission] adapter`), for the candidate."""
     configs: list[ConfigSpec]
     timing: dict[str, TimingSpec]
 

@@ -252,6 +252,17 @@ class _ReferenceCache:
                 self.entries.popitem(last=False)
 
 
+def _candidate_task_files(task: Task) -> list[str]:
+    """The task files the candidate's process runs: never the expert, `task.toml` or hidden."""
+    spec = task.spec
+    files = [spec.reference.file, spec.inputs.file]
+    if spec.baseline is not None:
+        files.append(spec.baseline.file)
+    if spec.submission.adapter is not None:
+        files.append(spec.submission.adapter.file)
+    return files
+
+
 # GPU-sized tasks have float64 references of gigabytes per config; a quarter of the host's
 # memory keeps a task's references across its attempts without crowding out the workers.
 _REFERENCES = _ReferenceCache(limit_bytes=psutil.virtual_memory().total // 4)
@@ -286,11 +297,7 @@ class _Evaluation:
         baseline: never the expert, `task.toml` or the hidden configs), the built submission,
         prebuilt CUDA units, and its own temporary folder.
         """
-        spec = self.task.spec
-        files = [spec.reference.file, spec.inputs.file]
-        if spec.baseline is not None:
-            files.append(spec.baseline.file)
-        readonly = [self.task.path(f) for f in files]
+        readonly = [self.task.path(f) for f in _candidate_task_files(self.task)]
         artifact = self.request.build.artifact
         if artifact is not None:
             readonly.append(artifact)
@@ -392,6 +399,11 @@ class _Evaluation:
                 entry(file=spec.baseline.file, entry=spec.baseline.entry) if spec.baseline else None
             ),
             wrt=spec.backward.wrt if spec.backward else [],
+            adapter=(
+                entry(file=spec.submission.adapter.file, entry=spec.submission.adapter.entry)
+                if spec.submission.adapter
+                else None
+            ),
             allowed_ops=spec.allowed_calls,
             watch_dispatch=not self.request.is_baseline,
             # torch.compile of the reference is a record-only figure; compiling costs seconds a
@@ -449,11 +461,7 @@ class _Evaluation:
         self, spare: spares.Spare, request: protocol.WorkerRequest
     ) -> protocol.WorkerRequest:
         """Copy what the candidate runs into the spare's slot; the request, pointed there."""
-        spec = self.task.spec
-        files = [spec.reference.file, spec.inputs.file]
-        if spec.baseline is not None:
-            files.append(spec.baseline.file)
-        for name in files:
+        for name in _candidate_task_files(self.task):
             target = spare.task_dir / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(self.task.path(name), target)

@@ -630,11 +630,14 @@ def run_candidate(
     launches = _Launches(Path(submission.dir)) if request.language == "triton" else None
     if launches is not None:
         launches.install()
+    # The task's adapter (trusted task code, loaded before the submission) binds the entry per
+    # config: it builds a KernelBench `ModelNew` with the config's init inputs.
+    adapter = _entry(root, request.adapter, "_gauntlet_adapter") if request.adapter else None
     _install_audit_hook(Path(submission.dir))
     try:
         module = _load_module(Path(submission.dir) / submission.file, SUBMISSION_MODULE)
         entry = getattr(module, submission.entry)
-        if isinstance(entry, type):
+        if isinstance(entry, type) and adapter is None:
             # A KernelBench-style `ModelNew` class: built once, with no arguments, then called.
             entry = entry()
     except BaseException:  # noqa: BLE001 - anything the submission raises on import is its failure
@@ -648,6 +651,7 @@ def run_candidate(
     allowed = STRUCTURAL_OPS | GLUE_OPS | frozenset(request.allowed_ops)
     for config in request.configs:
         _send(fd, protocol.ConfigStart(event="config_start", config=config.name))
+        call = entry
         for index, trial in enumerate(config.trials):
             # The submission gets clones; `pristine` is never passed to it.
             pristine = _make_inputs(request, make, config, trial)
@@ -659,10 +663,13 @@ def run_candidate(
             backward_watch = _Watch(allowed | AUTOGRAD_OPS, kernels=device == "cuda")
             launched = launches.count if launches is not None else 0
             try:
+                if adapter is not None and index == 0:
+                    # Built outside the watch: constructing the module is not the call.
+                    call = adapter(entry, dict(config.params), device)
                 # Forward, backward and the repeat each run under a watch: work moved into
                 # `backward` or into a second call is work like any other.
                 with watch, torch.enable_grad() if wrt else torch.no_grad():
-                    out = entry(*args.values())
+                    out = call(*args.values())
                     if device == "cuda":
                         torch.cuda.synchronize()
                 described = _describe_output(out)
@@ -684,7 +691,7 @@ def run_candidate(
                 if repeated:
                     again = {k: _clone(v) for k, v in pristine.items()}
                     with watch, torch.no_grad():
-                        repeat = _as_tuple(entry(*again.values()))
+                        repeat = _as_tuple(call(*again.values()))
                         if device == "cuda":
                             torch.cuda.synchronize()
                     repeat_diff = _max_diff(outputs, repeat)
@@ -736,7 +743,7 @@ def run_candidate(
         _send(fd, protocol.Checked(event="checked"))
         command = protocol.parse_command(commands.read(None)[0])
         if command.command == "time":
-            _time_configs(request, fd, entry, baseline, command.configs, commands)
+            _time_configs(request, fd, entry, adapter, baseline, command.configs, commands)
             if _report_tampering(fd, trusted, launches):
                 return
     _send(fd, protocol.Done(event="done"))
@@ -770,6 +777,7 @@ def _time_configs(
     request: protocol.WorkerRequest,
     fd: int,
     entry: Callable[..., Any],
+    adapter: Callable[..., Any] | None,
     baseline: Callable[..., Any],
     names: list[str],
     commands: FrameReader,
@@ -804,8 +812,9 @@ def _time_configs(
         clocks_before = _clocks()
         compiled = _compiled_reference(request) if name in request.compile_reference else None
         try:
+            call = entry if adapter is None else adapter(entry, dict(config.params), request.device)
             result = timing.measure(
-                entry, baseline, base, request.wrt, plan, l2_bytes, after_call, compiled
+                call, baseline, base, request.wrt, plan, l2_bytes, after_call, compiled
             )
         except BaseException:  # noqa: BLE001 - the submission failed while being timed
             _send(
