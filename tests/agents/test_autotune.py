@@ -12,7 +12,7 @@ import pytest
 from gauntlet import suites
 from gauntlet.agents.autotune import AutotuneAgent
 from gauntlet.agents.base import AgentContext, Budget, make_agent
-from gauntlet.errors import ConfigError, TaskFormatError
+from gauntlet.errors import ConfigError, JudgeError, TaskFormatError
 from gauntlet.judge.service import Judge
 from gauntlet.judge.verdict import Verdict
 from gauntlet.knobs import apply
@@ -164,6 +164,26 @@ def test_on_an_untimed_device_the_first_correct_point_is_submitted(tmp_path: Pat
     assert "correctness only" in result.message
 
 
+def test_a_failing_judge_keeps_the_best_point_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = Judge.eval
+    calls = iter(range(100))
+
+    def failing(self: Judge, task: Task | str, submission: Path | str, **kwargs: Any) -> Verdict:
+        if next(calls) == 1:
+            raise JudgeError("the simulator pool died")
+        return original(self, task, submission, **kwargs)
+
+    monkeypatch.setattr(Judge, "eval", failing)
+    task = suites.load_by_id(RELU)
+    ctx = context(task, tmp_path, "sim:npu")
+    result = AutotuneAgent().run(ctx)
+    assert result.status == "finished" and result.usage.turns == 1
+    assert "stopped when the judge failed: the simulator pool died" in result.message
+    assert (ctx.workspace / "kernel.asm").read_text() == task.path("expert.asm").read_text()
+
+
 def test_a_task_without_knobs_gets_the_baseline(tmp_path: Path) -> None:
     task = load_task(TASKS / "triton2triton" / "scale_add")
     ctx = context(task, tmp_path, "cpu")
@@ -201,6 +221,11 @@ BAD_DECLARATIONS = {
         KNOBS.replace("[autotune.knobs]", 'constraint = "BLOCK > 256"\n[autotune.knobs]'),
         "autotune.constraint",
         "the template's own point",
+    ),
+    "template without the entry": (
+        KNOBS.replace('template = "tuned.py"', 'template = "reference.py"'),
+        "autotune.template",
+        "reference.py defines no 'scale_add' (the entry)",
     ),
     "unknown key": (
         KNOBS.replace("[autotune.knobs]", "steps = 3\n[autotune.knobs]"),

@@ -16,6 +16,7 @@ A task that declares no knobs, or whose points all fail, gets the baseline.
 
 from __future__ import annotations
 
+import logging
 import math
 import shutil
 import tempfile
@@ -26,12 +27,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gauntlet.agents.autotune_search import KnobSpace, Point, Search
+from gauntlet.agents.autotune_search import KnobSpace, Point, Search, SearchKind
 from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent
 from gauntlet.agents.options import number, parse_options
+from gauntlet.errors import JudgeError
 from gauntlet.judge.service import Judge
 from gauntlet.knobs import Value, apply, template_point
 from gauntlet.task import AutotuneSpec, Task
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CALLS = 8
 OPTIONS = {
@@ -53,7 +57,7 @@ class AutotuneTrial(BaseModel):
     schema_version: int = 1
     index: int
     """Judgment number, from 0 (the template's own point)."""
-    search: Literal["grid", "model"]
+    search: SearchKind
     knobs: dict[str, Value]
     status: str
     """The feedback verdict's status (`pass`, `incorrect`, ...)."""
@@ -113,6 +117,7 @@ class AutotuneAgent:
         best: tuple[float, Point] | None = None
         calls = 0
         timed = True
+        failure = ""
         with (
             tempfile.TemporaryDirectory(prefix="gauntlet-autotune-") as tmp,
             Judge(device=ctx.device) as judge,
@@ -127,7 +132,13 @@ class AutotuneAgent:
                 folder = Path(tmp) / f"point-{calls}"
                 _write(folder, files)
                 judged = self.clock()
-                verdict = judge.eval(ctx.task, folder, mode="feedback", seed=ctx.seed)
+                try:
+                    verdict = judge.eval(ctx.task, folder, mode="feedback", seed=ctx.seed)
+                except JudgeError as err:
+                    # The judge's own failure: keep what the search found so far.
+                    logger.warning("autotune on %s: the judge failed: %s", ctx.task.task_id, err)
+                    failure = f"; stopped when the judge failed: {err}"
+                    break
                 last_s = self.clock() - judged
                 shutil.rmtree(folder)
                 calls += 1
@@ -138,7 +149,7 @@ class AutotuneAgent:
                     ctx.transcript,
                     AutotuneTrial(
                         index=calls - 1,
-                        search=search.kind,  # type: ignore[arg-type]
+                        search=search.kind,
                         knobs=space.assignment(point),
                         status=verdict.status,
                         speedup=speedup,
@@ -152,12 +163,15 @@ class AutotuneAgent:
                     break  # nothing to rank on an untimed device: the first pass is the answer
         if best is None:
             _write(ctx.workspace, ctx.task.baseline_files())
-            note = f"no point of {len(space)} passed in {calls} judgments: the baseline"
+            note = f"no point of {len(space)} passed in {calls} judgments: the baseline{failure}"
             return self._finish(ctx, started, None, None, calls, len(space), note)
         knobs = space.assignment(best[1])
         _write(ctx.workspace, _render(base, tuning, template, ctx.task, knobs))
         shown = f"speedup {best[0]:.3f}" if timed else "untimed device, correctness only"
-        note = f"{search.kind} search, {calls} of {len(space)} points judged: {knobs} ({shown})"
+        note = (
+            f"{search.kind} search, {calls} of {len(space)} points judged: {knobs} ({shown})"
+            f"{failure}"
+        )
         speedup = best[0] if timed else None
         return self._finish(ctx, started, knobs, speedup, calls, len(space), note)
 

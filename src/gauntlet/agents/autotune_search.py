@@ -14,12 +14,14 @@ import itertools
 import math
 import random
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
 from gauntlet import expr
 from gauntlet.knobs import Value
 
+SearchKind = Literal["grid", "model"]
 Point = tuple[int, ...]
 """A point of the space: per knob (in declaration order), the index of its value."""
 
@@ -64,7 +66,7 @@ class Search:
     def __init__(self, space: KnobSpace, start: Point, calls: int, seed: int) -> None:
         self.space = space
         self.start = start
-        self.kind = "grid" if len(space) <= calls else "model"
+        self.kind: SearchKind = "grid" if len(space) <= calls else "model"
         self.initial = min(max(2, calls // 4), 8)
         """Random points after the start before the model proposes (model search)."""
         self._rng = random.Random(seed)
