@@ -69,6 +69,7 @@ from gauntlet.agents.verifiers import (
     verify,
 )
 from gauntlet.errors import ConfigError
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.workspace import UnsafeFileError, read_beneath
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,8 @@ OPTIONS = {
     "verifiers": "LLM verifiers run before the judge, joined by '+': "
     f"{'+'.join(VERIFIER_NAMES)} (default: none)",
     "crossover": "share of proposals made by crossover once two parents exist (default 0.3)",
+    "time_cap": f"seconds of GPU timing per config in a candidate's judgment "
+    f"(default {DEFAULT_TIME_CAP_S:g})",
     "prices": "a TOML or JSON price table file",
     "retries": f"retries of a failed model API call (default {MAX_RETRIES})",
 }
@@ -113,6 +116,8 @@ class SearchSettings(BaseModel):
     """None: the attempt's wall budget."""
     verifiers: tuple[VerifierName, ...] = ()
     crossover: float = Field(default=0.3, ge=0, le=1)
+    time_cap_s: float = Field(default=DEFAULT_TIME_CAP_S, gt=0)
+    """Seconds of timing per config on a GPU before the judge stops short of a 1% CI."""
 
 
 class EvolveAgent:
@@ -237,7 +242,7 @@ class _Search:
         )
         with (
             tempfile.TemporaryDirectory(prefix="gauntlet-evolve-") as tmp,
-            Judge(self.ctx.device) as judge,
+            Judge(self.ctx.device, time_cap_s=self.settings.time_cap_s) as judge,
         ):
             # Candidates are judged from a workspace of their own: the attempt's workspace only
             # ever holds the best so far, which is what the runner judges if the agent is killed.
@@ -713,6 +718,7 @@ def settings_from_options(options: dict[str, str]) -> SearchSettings:
         wall_s=number("evolve", "wall", options["wall"]) if "wall" in options else None,
         verifiers=tuple(verifiers),
         crossover=share,
+        time_cap_s=number("evolve", "time_cap", options.get("time_cap", str(DEFAULT_TIME_CAP_S))),
     )
 
 
