@@ -2,18 +2,20 @@
 
     python3 scripts/bench_autotune.py --tuned --device-kind sim --out autotune.md
     python3 scripts/bench_autotune.py --tuned --device-kind cpu
-    python3 scripts/bench_autotune.py --tuned --device cuda:0 --run-dir runs/autotune-gpu
+    python3 scripts/bench_autotune.py --tuned --device cuda:0 --others '' \\
+        --options calls=4,time_cap=2 --run-dir runs/autotune-gpu --out autotune-gpu.md
 
-Runs `baseline`, `expert` and `autotune[:OPTIONS]` through `gauntlet.start_run` (the same path
-as `gauntlet run`: each agent in its child process, each submission judged by the full protocol
-with the run's secret seed, hidden configs included) on the chosen tasks, then prints (and
-writes with `--out`) a markdown table per task: each agent's status and speedup of the final
-verdict, autotune's judge calls and wall seconds (its search and its final judgment), and
-whether autotune improved on the baseline (passed with a speedup above 1). The header names the
-machine, the date, the options and the counts; the last lines sum what the autotune attempts
+Runs `baseline`, `expert` (`--others`) and `autotune[:OPTIONS]` through `gauntlet.start_run`
+(the same path as `gauntlet run`: each agent in its child process, each submission judged by the
+full protocol with the run's secret seed, hidden configs included) on the chosen tasks, then
+prints (and writes with `--out`) a markdown table per task: each agent's status and speedup of
+the final verdict, autotune's judge calls and wall seconds (its search and its final judgment),
+and whether autotune improved on the baseline (passed with a speedup above 1). The header names
+the machine, the date, the options and the counts; the last lines sum what the autotune attempts
 cost, which is what adding the agent adds to a run of the same tasks (`make run`) before
-parallelism. `--tuned` keeps only tasks that declare knobs; `--device-kind` keeps tasks
-judged on that kind of device here (`sim`, `cpu`, `cuda`).
+parallelism. `--tuned` keeps only tasks that declare knobs; `--device-kind` keeps tasks judged
+on that kind of device here (`sim`, `cpu`, `cuda`). A `--run-dir` that holds a run is resumed:
+its finished attempts stay, the rest run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import sys
 from pathlib import Path
 
 from gauntlet import devices, suites
-from gauntlet.runner import RunConfig, start_run
+from gauntlet.runner import RunConfig, resume_run, start_run
 from gauntlet.store import AttemptRecord
 
 
@@ -72,6 +74,12 @@ def main() -> int:
     parser.add_argument("--device-kind", choices=["sim", "cpu", "cuda"], default=None)
     parser.add_argument("--tuned", action="store_true", help="only tasks that declare knobs")
     parser.add_argument("--options", default="", help="autotune options, e.g. calls=8")
+    parser.add_argument(
+        "--others",
+        default="baseline,expert",
+        help="agents run beside autotune, comma-separated ('' for none: the speedups are "
+        "over the baseline anyway)",
+    )
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--run-dir", type=Path, default=None, help="default: a temporary one")
@@ -88,12 +96,16 @@ def main() -> int:
     )
     config = RunConfig(
         pattern=task_ids,
-        agents=["baseline", "expert", autotune],
+        agents=[*filter(None, args.others.split(",")), autotune],
         device=args.device,
         parallel=args.parallel,
         seed=args.seed,
     )
-    records = start_run(config, run_dir).attempts()
+    if (run_dir / "run.json").is_file():
+        # A run cut short (a device call's time limit): its finished attempts are kept.
+        records = resume_run(run_dir, parallel=args.parallel).attempts()
+    else:
+        records = start_run(config, run_dir).attempts()
     by = {(r.task_id, r.agent): r for r in records}
     lines = [
         f"Machine: {_cpu()} ({platform.machine()}, {os.cpu_count()} cores), "

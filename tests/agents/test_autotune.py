@@ -253,7 +253,7 @@ def test_a_literal_that_is_an_expression_is_rejected(tmp_path: Path) -> None:
         load_task(folder)
 
 
-@pytest.mark.parametrize("argument", ["calls=0", "calls=many", "speed=3"])
+@pytest.mark.parametrize("argument", ["calls=0", "calls=many", "speed=3", "time_cap=0"])
 def test_bad_options_are_errors(argument: str) -> None:
     with pytest.raises(ConfigError, match="autotune"):
         make_agent(f"autotune:{argument}")

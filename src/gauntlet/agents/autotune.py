@@ -7,8 +7,10 @@ own seed: never the hidden configs nor the run's secret seed), and writes the fa
 that passed into the workspace. The search is `autotune_search`: the whole grid when it fits the
 judge-call budget, else a seeded model-based search.
 
-Options (`autotune:calls=8,seconds=120`): `calls`, judgments per task (the template's own
-point included); `seconds`, wall seconds of searching (never past the attempt's wall budget).
+Options (`autotune:calls=8,seconds=120,time_cap=2`): `calls`, judgments per task (the
+template's own point included); `seconds`, wall seconds of searching (never past the attempt's
+wall budget); `time_cap`, seconds of GPU timing per config in a search judgment (a rougher
+ranking for a cheaper search; the final verdict is timed as always).
 On a device whose verdicts carry no times (`cpu`) nothing can be ranked: the agent judges the
 template's point and submits it when it passes (else the first point that does).
 A task that declares no knobs, or whose points all fail, gets the baseline.
@@ -32,6 +34,7 @@ from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent
 from gauntlet.agents.options import number, parse_options
 from gauntlet.errors import JudgeError
 from gauntlet.judge.service import Judge
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.knobs import Value, apply, template_point
 from gauntlet.task import AutotuneSpec, Task
 
@@ -41,6 +44,8 @@ DEFAULT_CALLS = 8
 OPTIONS = {
     "calls": f"judgments per task, the template's point included (default {DEFAULT_CALLS})",
     "seconds": "wall seconds of searching per task (default: the attempt's wall budget)",
+    "time_cap": f"seconds of GPU timing per config of a search judgment "
+    f"(default {DEFAULT_TIME_CAP_S:g}, the judge's)",
 }
 #: Seconds kept from the attempt's wall budget for writing the result.
 _RESERVE_S = 5.0
@@ -92,9 +97,11 @@ class AutotuneAgent:
         calls: int = DEFAULT_CALLS,
         seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        time_cap_s: float = DEFAULT_TIME_CAP_S,
     ) -> None:
         self.calls = calls
         self.seconds = seconds
+        self.time_cap_s = time_cap_s
         self.clock = clock
         """Seconds since some start (tests inject one)."""
 
@@ -120,7 +127,7 @@ class AutotuneAgent:
         failure = ""
         with (
             tempfile.TemporaryDirectory(prefix="gauntlet-autotune-") as tmp,
-            Judge(device=ctx.device) as judge,
+            Judge(device=ctx.device, time_cap_s=self.time_cap_s) as judge,
         ):
             base = _base_files(ctx.task, tuning, ctx.workspace)
             last_s = 0.0
@@ -234,7 +241,9 @@ def _autotune(argument: str) -> AutotuneAgent:
     options = parse_options("autotune", argument, OPTIONS)
     calls = int(number("autotune", "calls", options.get("calls", str(DEFAULT_CALLS))))
     seconds = options.get("seconds")
+    time_cap = options.get("time_cap", str(DEFAULT_TIME_CAP_S))
     return AutotuneAgent(
         calls=max(calls, 1),
         seconds=number("autotune", "seconds", seconds) if seconds is not None else None,
+        time_cap_s=number("autotune", "time_cap", time_cap),
     )
