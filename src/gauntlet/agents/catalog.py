@@ -72,4 +72,6 @@ def _usable_detail(made: object) -> str:
     if getattr(made, "name", "") in ("toolcall", "evolve"):
         key = "set" if os.environ.get(settings.API_KEY_ENV) else "not set"
         return f"needs --model; OPENAI_API_KEY {key} (a --base-url endpoint may need no key)"
+    if getattr(made, "name", "") == "autotune":
+        return "built in, no model: searches the knobs a task declares ([autotune])"
     return "built in"
