@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,29 @@ def suites(root: Path | None = None) -> dict[str, list[str]]:
             raise TaskFormatError(str(path), name, "expected a list of task id patterns")
         table[name] = patterns
     return table
+
+
+def add_suite(name: str, patterns: list[str], root: Path | None = None) -> bool:
+    """Add `name = [patterns]` to `suites.toml` (the importers' suites); False if already there.
+
+    A suite of that name with other patterns is a ConfigError naming both: the file is the
+    user's, so it is never rewritten, only appended to.
+    """
+    base = root or tasks_root()
+    existing = suites(base).get(name)
+    if existing == patterns:
+        return False
+    if existing is not None:
+        raise ConfigError(
+            f"suite '{name}' is already {existing} in {base / SUITES_FILE}, not {patterns}; "
+            "edit or remove that line"
+        )
+    path = base / SUITES_FILE
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    line = f"{name} = [{', '.join(json.dumps(p) for p in patterns)}]\n"
+    separator = "" if not text or text.endswith("\n") else "\n"
+    path.write_text(text + separator + line, encoding="utf-8")
+    return True
 
 
 def load_by_id(task_id: str, root: Path | None = None) -> Task:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gauntlet import settings
+from gauntlet import settings, suites
 from gauntlet._cli.output import out
 from gauntlet.errors import ConfigError
 
@@ -118,6 +118,16 @@ def _print_problem(problem: ProblemReport) -> None:
     out.print(f"{problem.problem}: {problem.outcome}{reason}")
 
 
+def _add_suites(report: ImportReport, out_dir: Path) -> None:
+    """The source's suites in the tasks folder's suites.toml, when the tasks were written there."""
+    if not out_dir.resolve().is_relative_to(settings.TASKS_DIR.resolve()):
+        out.print(f"no suite added: {out_dir} is outside the tasks folder ({settings.TASKS_DIR})")
+        return
+    for name, patterns in report.suites(_id_prefix(out_dir)).items():
+        added = suites.add_suite(name, patterns)
+        out.print(f"suite {name}: {patterns}" + (" (added to suites.toml)" if added else ""))
+
+
 def _print_report(report: ImportReport, title: str, out_dir: Path) -> None:
     table = Table(title=title)
     table.add_column("outcome")
@@ -128,3 +138,4 @@ def _print_report(report: ImportReport, title: str, out_dir: Path) -> None:
     for reason, count in report.reasons().items():
         out.print(f"  refused {count}: {escape(reason)}")
     out.print(f"report: {out_dir / 'import_report.json'}")
+    _add_suites(report, out_dir)

@@ -46,6 +46,17 @@ class ImportReport(BaseModel):
     created: datetime
     problems: list[ProblemReport]
 
+    def suites(self, id_prefix: str) -> dict[str, list[str]]:
+        """The suite of each source (`kb-l1`.., `rkb`) and its id patterns, for the tasks written.
+
+        KernelBench's per level, present where the level has a task.
+        """
+        if self.source == "robust-kbench":
+            return {"rkb": [f"{id_prefix}/*"]} if any(p.task_id for p in self.problems) else {}
+        levels = sorted({p.problem.split("/")[0] for p in self.problems if p.task_id})
+        return {f"kb-l{lv.removeprefix('level')}": [f"{id_prefix}/l{lv.removeprefix('level')}/*"]
+                for lv in levels}  # fmt: skip
+
     def counts(self) -> dict[str, int]:
         """Problems per outcome."""
         found = Counter(p.outcome for p in self.problems)

@@ -1,0 +1,40 @@
+"""Suites the importers add to a tasks folder's suites.toml (`suites.add_suite`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gauntlet import suites
+from gauntlet.errors import ConfigError
+from gauntlet.importers import ImportReport, ProblemReport
+
+
+def test_a_suite_is_appended_once_and_never_rewritten(tmp_path: Path) -> None:
+    (tmp_path / "suites.toml").write_text('smoke = ["a/*"]', encoding="utf-8")
+    assert suites.add_suite("kb-l1", ["imported/kb/l1/*"], tmp_path)
+    assert not suites.add_suite("kb-l1", ["imported/kb/l1/*"], tmp_path)
+    assert suites.suites(tmp_path) == {
+        "all": ["*"],
+        "smoke": ["a/*"],
+        "kb-l1": ["imported/kb/l1/*"],
+    }
+    with pytest.raises(ConfigError, match="suite 'kb-l1' is already"):
+        suites.add_suite("kb-l1", ["elsewhere/*"], tmp_path)
+
+
+def test_each_source_names_its_suites() -> None:
+    def report(source: str, problems: list[tuple[str, str | None]]) -> ImportReport:
+        lines = [
+            ProblemReport(problem=p, outcome="imported" if t else "refused", task_id=t)
+            for p, t in problems
+        ]
+        return ImportReport(source=source, path="", out="", created=datetime.now(UTC),
+                            problems=lines)  # fmt: skip
+
+    kb = report("kernelbench", [("level1/1_A.py", "kb/l1/1_a"), ("level3/2_B.py", None)])
+    assert kb.suites("imported/kb") == {"kb-l1": ["imported/kb/l1/*"]}
+    rkb = report("robust-kbench", [("layernorm/func_forward.py", "rkb/layernorm")])
+    assert rkb.suites("imported/rkb") == {"rkb": ["imported/rkb/*"]}
