@@ -12,8 +12,9 @@ external memory (the contract's regions) and the links between them:
 - semaphores order tiles: `wait` yields the tile until enough posts (sends or signals) have
   arrived, and its clock jumps to the arrival of the last one it takes (`semaphore_wait`).
 
-The run loop always advances the runnable tile whose clock is the earliest, one block at a
-time, so shared calendars are booked roughly in time order; results never depend on that order
+The run loop advances the runnable tile whose clock is the earliest until it is `WINDOW` cycles
+ahead of the next one, so shared calendars are booked nearly in time order (a calendar gives a
+request the earliest free slot whenever it is booked); results never depend on that order
 (each tile executes its own program in order, and cross-tile data moves only through
 semaphore-ordered sends, with every unordered access a `stream_race` fault). When no tile can
 run and some still wait, the run ends with a `deadlock` fault naming each waiting tile and its
@@ -39,6 +40,14 @@ from gauntlet.accel.simulator import Profile, SimResult, _fault, _profile
 
 #: Stall causes the array adds to each machine's own (`Profile.stalls`).
 ARRAY_STALLS = ("semaphore_wait", "link_contention")
+
+#: A cycle later than any run reaches.
+_NEVER = 1 << 62
+
+#: Cycles a tile may run ahead of the next earliest one before the loop switches tiles: small
+#: against the run, so the shared calendars are booked nearly in time order, and large against
+#: a block, so tiles in lockstep do not switch after every block.
+WINDOW = 512
 
 #: Calling convention: the integer registers holding the tile's row, column and index.
 ROW_REGISTER, COL_REGISTER, INDEX_REGISTER = 1, 2, 3
@@ -104,7 +113,17 @@ class Post:
 class TileMachine(Machine):
     """One tile's machine: a `Machine` that knows its array, its place and its semaphores."""
 
-    __slots__ = ("array", "tile", "row", "col", "posts", "held", "released", "array_stalls")
+    __slots__ = (
+        "array",
+        "tile",
+        "row",
+        "col",
+        "posts",
+        "incoming",
+        "held",
+        "released",
+        "array_stalls",
+    )
 
     def __init__(
         self,
@@ -121,6 +140,8 @@ class TileMachine(Machine):
         self.row, self.col = divmod(tile, array.cols)
         semaphores = int(self.params["semaphores"])
         self.posts: list[deque[Post]] = [deque() for _ in range(semaphores)]
+        self.incoming = 0
+        """Sends delivered here that no wait has taken yet (they are in `pending`)."""
         words = platform.space("lmem").words
         self.held = np.zeros(words, dtype=np.bool_)
         """Local words holding data a send delivered and this tile has not released (`rel`)."""
@@ -136,6 +157,9 @@ class TileMachine(Machine):
 
     def check_pending(self, sid: int, lo: int, hi: int, write: bool) -> None:
         """Fault if an access touches data a send delivers that no wait has taken yet."""
+        if not self.incoming:
+            super().check_pending(sid, lo, hi, write)
+            return
         for transfer in self.pending:
             if transfer.tag >= 0:
                 continue
@@ -178,6 +202,7 @@ class TileMachine(Machine):
             self.array_stalls[0] += arrival - self.t
             self.t = arrival
         if taken:
+            self.incoming -= len(taken)
             ids = {id(t) for t in taken}
             self.pending = deque(t for t in self.pending if id(t) not in ids)
             for transfer in taken:
@@ -234,6 +259,8 @@ class TileArray:
         self.shims = [Calendar() for _ in range(self.cols)]
         self.links: dict[tuple[int, int, str], Calendar] = {}
         self.runnable = [True] * len(self.tiles)
+        self.woken = False
+        """Whether a post woke a tile since the running tile was chosen."""
 
     def route(self, source: int, dest: int) -> list[tuple[int, int, str]]:
         """The mesh links from one tile to another: along the row first, then the column."""
@@ -269,8 +296,10 @@ class TileArray:
         return [links.get(key) or links.setdefault(key, Calendar()) for key in path]
 
     def wake(self, tile: int) -> None:
-        """A post arrived: let the tile try its wait again."""
-        self.runnable[tile] = True
+        """A post arrived: let the tile try its wait again (it may be the earliest now)."""
+        if not self.runnable[tile]:
+            self.runnable[tile] = True
+            self.woken = True
 
 
 def run_array(
@@ -285,7 +314,6 @@ def run_array(
     tiles = array.tiles
     bound = [bind(m, program) for m in tiles]
     pcs = [0] * len(tiles)
-    finished = [False] * len(tiles)
     blocked: dict[int, Blocked] = {}
     runnable = array.runnable
     budget = step_limit + 1
@@ -294,37 +322,47 @@ def run_array(
     fault: Fault | None = None
     with np.errstate(all="ignore"):
         while True:
-            best = -1
-            for i, m in enumerate(tiles):
-                if runnable[i] and (best < 0 or m.t < tiles[best].t):
-                    best = i
+            best, earliest, limit = -1, _NEVER, _NEVER
+            for i, other in enumerate(tiles):
+                if runnable[i]:
+                    t = other.t
+                    if t < earliest:
+                        best, earliest, limit = i, t, earliest
+                    elif t < limit:
+                        limit = t
+            limit += WINDOW
             if best < 0:
                 if blocked:
                     fault = _deadlock(program, tiles, pcs, blocked)
                 break
             m = tiles[best]
-            before = m.executed
+            steps, single = bound[best].steps, bound[best].single
+            # Instructions of the other tiles: the run's count is this plus m.executed.
+            others = executed - m.executed
             pc = pcs[best]
+            array.woken = False
             try:
-                if executed <= fast:
-                    pcs[best] = bound[best].steps[pc]()
-                elif executed < budget:
-                    pcs[best] = bound[best].single[pc]()
-                else:
-                    fault = _fault(
-                        program,
-                        "step_limit",
-                        pc,
-                        f"{m.name()}: more than {step_limit} instructions executed by the "
-                        "array (an endless loop?)",
-                    )
-                    break
+                # Run this tile while it is the earliest (and nobody it woke could be earlier).
+                while m.t <= limit and not array.woken:
+                    if others + m.executed <= fast:
+                        pc = steps[pc]()
+                    elif others + m.executed < budget:
+                        pc = single[pc]()
+                    else:
+                        fault = _fault(
+                            program,
+                            "step_limit",
+                            pc,
+                            f"{m.name()}: more than {step_limit} instructions executed by the "
+                            "array (an endless loop?)",
+                        )
+                        break
+                pcs[best] = pc
                 blocked.pop(best, None)
             except Halt as err:
                 offset = bound[best].unwind(err.__traceback__)
                 pcs[best] = pc + offset
                 m.executed += offset + (pc + offset < len(program))
-                finished[best] = True
                 runnable[best] = False
                 blocked.pop(best, None)
             except Blocked as err:
@@ -340,9 +378,9 @@ def run_array(
                 if not message.startswith("tile "):
                     message = f"{m.name()}: {message}"
                 fault = _fault(program, err.kind, pc + offset, message)
-                executed += m.executed - before
+            executed = others + m.executed
+            if fault is not None:
                 break
-            executed += m.executed - before
     return SimResult(
         outputs=tiles[0].outputs(),
         profile=_array_profile(tiles, min(executed, step_limit)),

@@ -369,6 +369,7 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
         dest.mark_sram(lmem.sid, dst, n)
         incoming = Transfer(-1 - sem, end, ((lmem.sid, dst, dst + n, True),), None)
         dest.pending.append(incoming)
+        dest.incoming += 1
         dest.posts[sem].append(Post(end + latency(len(path)), tm.tile, incoming))
         array.wake(dest.tile)
         m.t += 1

@@ -1,0 +1,29 @@
+"""Inputs and memory contract of accel/tile/batched_matmul.
+
+Regions: a (BATCH, M, K), b (BATCH, K, N) -> c (BATCH, M, N).
+"""
+
+import numpy as np
+
+from gauntlet.accel import MemoryContract
+from gauntlet.judge.asm_backend import draw_array
+
+
+def contract(config: dict) -> MemoryContract:
+    """The regions, in calling-convention order."""
+    c = config
+    return MemoryContract.pack(
+        inputs={"a": (c["BATCH"], c["M"], c["K"]), "b": (c["BATCH"], c["K"], c["N"])},
+        outputs={"c": (c["BATCH"], c["M"], c["N"])},
+        dtype=c["dtype"],
+    )
+
+
+def make_inputs(config: dict, seed: int, distribution: str, device: str) -> dict[str, np.ndarray]:
+    """Inputs drawn from `distribution`, exact in the config's dtype."""
+    rng = np.random.default_rng(seed)
+    c = config
+    return {
+        "a": draw_array(rng, (c["BATCH"], c["M"], c["K"]), distribution, c["dtype"]),
+        "b": draw_array(rng, (c["BATCH"], c["K"], c["N"]), distribution, c["dtype"]),
+    }
