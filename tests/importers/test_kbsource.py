@@ -93,3 +93,30 @@ def test_refuses_global_statements_and_varargs_forward() -> None:
             + "class Model(torch.nn.Module):\n    def forward(self, *xs):\n        return xs\n",
             "p.py",
         )
+
+
+def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
+    text = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 16, kernel_size=9, stride=2, padding=4)\n"
+        "        self.norm = nn.GroupNorm(8, 16)\n"
+        "        self.fc = nn.Linear(in_features=16 * 4 * 4, out_features=10)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(self.norm(self.conv(x)).flatten(1))\n"
+        "batch_size = 2\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 3, 8, 8)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    source = parse_problem(text, "p.py")
+    # The conv's 16 output channels, the norm's and the linear layer's 16 * 4 * 4 are one
+    # constant; kernel, stride, padding, the group count and small literals stay as written.
+    assert source.hoisted == ["size_16", "size_10", "size_8"]
+    assert source.constants == {"size_16": 16, "size_10": 10, "size_8": 8, "batch_size": 2}
+    model_class, get_inputs, _ = _run(text, size_16=8)
+    model = model_class()
+    assert model.conv.out_channels == 8 and model.fc.in_features == 8 * 4 * 4
+    assert model.norm.num_groups == 8 and model.conv.kernel_size == (9, 9)
+    assert get_inputs()[0].shape == (2, 3, 8, 8)  # type: ignore[operator]

@@ -14,7 +14,7 @@ import ast
 import operator
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gauntlet.errors import ConfigError
 
@@ -39,6 +39,39 @@ _OPERATORS: dict[type[ast.operator], Callable[[int | float, int | float], int | 
 }
 
 
+#: Layer constructors whose size arguments (by position, and by keyword) a problem may write as
+#: literals (`nn.Conv2d(3, 96, ...)`, level 3's networks): those become module constants. The
+#: structural arguments (kernel, stride, groups, heads) are never among them.
+SIZE_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    **dict.fromkeys(
+        ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"),
+        ((0, 1), ("in_channels", "out_channels")),
+    ),
+    "Linear": ((0, 1), ("in_features", "out_features")),
+    **dict.fromkeys(
+        (
+            "BatchNorm1d",
+            "BatchNorm2d",
+            "BatchNorm3d",
+            "InstanceNorm1d",
+            "InstanceNorm2d",
+            "InstanceNorm3d",
+        ),
+        ((0,), ("num_features",)),
+    ),  # fmt: skip
+    "LayerNorm": ((0,), ("normalized_shape",)),
+    "GroupNorm": ((1,), ("num_channels",)),
+    "Embedding": ((0, 1), ("num_embeddings", "embedding_dim")),
+    **dict.fromkeys(("LSTM", "GRU", "RNN"), ((0, 1), ("input_size", "hidden_size"))),
+    "MultiheadAttention": ((0,), ("embed_dim",)),
+    # Tensor factories: every positional argument is a size.
+    **dict.fromkeys(("rand", "randn", "zeros", "ones", "empty"), ((0, 1, 2, 3, 4, 5), ())),
+}
+#: Integer literals at least this large in a size argument are hoisted (smaller ones: kernel
+#: sizes, factors of a spatial size such as AlexNet's `256 * 6 * 6`).
+LITERAL_MIN = 8
+
+
 class ProblemRefused(ConfigError):
     """A problem file the importer cannot turn into a task; the message is the reason."""
 
@@ -55,6 +88,8 @@ class ProblemSource:
     """Every other top-level statement, as source, in file order."""
     forward_args: list[str]
     """Names of `Model.forward`'s parameters after `self`."""
+    hoisted: list[str] = field(default_factory=list)
+    """Constants made of size literals in layer calls (`size_256` for `nn.Conv2d(96, 256)`)."""
 
 
 def parse_problem(text: str, name: str) -> ProblemSource:
@@ -74,8 +109,11 @@ def parse_problem(text: str, name: str) -> ProblemSource:
     for node in tree.body:
         for target in _targets(node):
             assigned[target] = assigned.get(target, 0) + 1
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(assigned)
+    hoister = _SizeLiterals(taken)
+    hoister.visit(tree)
     imports: list[str] = []
-    constants: dict[str, int | float] = {}
+    constants: dict[str, int | float] = dict(hoister.constants)
     body: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -120,7 +158,64 @@ def parse_problem(text: str, name: str) -> ProblemSource:
         constants=constants,
         body=body,
         forward_args=[a.arg for a in args.args[1:]],
+        hoisted=list(hoister.constants),
     )
+
+
+class _SizeLiterals(ast.NodeTransformer):
+    """Integer literals in the size arguments of layer calls, replaced by one name per value.
+
+    One name per value keeps sizes that are equal tied (a conv's output channels and the next
+    layer's input), as the shipped problem has them; a config then rebinds them all at once.
+    """
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+        self.constants: dict[str, int] = {}
+        self.names: dict[int, str] = {}
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 - ast's visitor naming
+        self.generic_visit(node)
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if callee not in SIZE_ARGUMENTS:
+            return node
+        positions, keywords = SIZE_ARGUMENTS[callee]
+        node.args = [self._sized(a) if i in positions else a for i, a in enumerate(node.args)]
+        for keyword in node.keywords:
+            if keyword.arg in keywords:
+                keyword.value = self._sized(keyword.value)
+        return node
+
+    def _sized(self, node: ast.expr) -> ast.expr:
+        """The argument with its integer literals of LITERAL_MIN or more named.
+
+        Only arithmetic of literals and names; a call or subscript is left as written.
+        """
+        allowed = ast.Constant | ast.Name | ast.BinOp | ast.UnaryOp | ast.operator | ast.unaryop
+        if not all(isinstance(n, allowed | ast.expr_context) for n in ast.walk(node)):
+            return node
+        return _Replace(self).visit(node)  # type: ignore[no-any-return]
+
+    def name_of(self, value: int) -> str:
+        if value not in self.names:
+            name = f"size_{value}"
+            while name in self.taken:
+                name += "_"
+            self.taken.add(name)
+            self.names[value] = name
+            self.constants[name] = value
+        return self.names[value]
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, owner: _SizeLiterals) -> None:
+        self.owner = owner
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:  # noqa: N802 - ast's visitor naming
+        value = node.value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= LITERAL_MIN:
+            return ast.copy_location(ast.Name(id=self.owner.name_of(value), ctx=ast.Load()), node)
+        return node
 
 
 def _targets(node: ast.stmt) -> list[str]:

@@ -181,8 +181,13 @@ def import_plan(
         problems = _rewrite(plan, checked, rewrites)
         if problems is None:
             outcome: Outcome = "rewritten" if rewrites else "imported"
+            hoisted = (
+                [f"size literals of layer calls made constants: {', '.join(source.hoisted)}"]
+                if source.hoisted
+                else []
+            )
             return ProblemReport(problem=problem, outcome=outcome, task_id=plan.task_id,
-                                 rewrites=rewrites, notes=analysis.notes,
+                                 rewrites=rewrites, notes=[*hoisted, *analysis.notes],
                                  source_findings=found)  # fmt: skip
         if problems != "retry":
             after = f" (after rewriting: {'; '.join(rewrites)})" if rewrites else ""
