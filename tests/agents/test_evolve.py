@@ -177,6 +177,26 @@ def test_the_judge_call_budget_stops_the_search_with_the_best_submitted(
     assert (ctx.workspace / "kernel.asm").read_text() == EXPERT
 
 
+def test_a_search_stopped_by_its_budget_goes_on_from_its_log(accel_context: MakeContext) -> None:
+    script = [kernel("; a\n" + BASELINE), kernel(EXPERT), kernel("; b\n" + BASELINE)]
+    with FakeOpenAI(script) as server:
+        ctx = accel_context(server.base_url)
+        first = EvolveAgent(SearchSettings(generations=1, proposals=3, judge_calls=2)).run(ctx)
+        assert first.status == "budget_exhausted" and len(server.requests) == 1
+        again = accel_context(server.base_url, name="again")  # a fresh workspace...
+        again = again.model_copy(update={"transcript": ctx.transcript})  # ...the same attempt
+        second = EvolveAgent(SearchSettings(generations=1, proposals=3)).run(again)
+    assert second.status == "finished" and not server.failures
+    made = candidates(ctx)
+    assert [(c.candidate_id, c.generation) for c in made] == [(0, 0), (1, 1), (2, 1), (3, 1)]
+    assert second.usage.tool_calls == 4  # the seed and candidate 1 were not judged again
+    started = [
+        r for r in SearchLog(ctx.transcript.parent).records() if isinstance(r, SearchStarted)
+    ]
+    assert [s.resumed_from for s in started] == [0, 2]
+    assert (again.workspace / "kernel.asm").read_text() == EXPERT
+
+
 def test_the_token_budget_counts_every_model_call(accel_context: MakeContext) -> None:
     script = [kernel("; a\n" + BASELINE, prompt_tokens=400, completion_tokens=200)]
     with FakeOpenAI(script) as server:

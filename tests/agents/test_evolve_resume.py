@@ -1,7 +1,8 @@
 """The `evolve` agent killed mid-search (SIGKILL, with what it started), then resumed.
 
-Once as a run starts an agent (its own process), once through `gauntlet run` and `--resume`
-(slow: two runs of the command line and a full judgment). The scripted model server stays up
+Once as a run starts an agent (its own process), once through `gauntlet run` and `--resume`;
+both slow (each process imports PyTorch: 30-40 s on 2 busy cores), so `test_evolve.py` also
+resumes a search stopped by its budget, in one process. The scripted model server stays up
 across the kill, so the resumed search reaches it at the same address. The resumed search must
 not judge again what was judged, and must go on from the proposal it was waiting on.
 """
@@ -51,6 +52,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_killed_evolve_agent_resumes_from_its_search_log(tmp_path: Path) -> None:
     # The agent in its own process as a run starts it (`run_in_child`), killed with everything
     # it started while it waits for a proposal; a second process takes the search up.

@@ -29,8 +29,9 @@ import random
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,6 +72,13 @@ from gauntlet.agents.verifiers import (
 from gauntlet.errors import ConfigError
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.workspace import UnsafeFileError, read_beneath
+
+if TYPE_CHECKING:
+    from gauntlet.agents.tools import Toolbox
+    from gauntlet.judge.pipeline import ConfigSet
+    from gauntlet.judge.service import Judge
+    from gauntlet.judge.verdict import Mode, Verdict
+    from gauntlet.task import Task
 
 logger = logging.getLogger(__name__)
 
@@ -174,21 +182,64 @@ class EvolveAgent:
         Raises:
             ConfigError: No model is named, or no API key is set for the default endpoint.
         """
+        from gauntlet.agents.tools import Toolbox
+        from gauntlet.judge.service import Judge
+        from gauntlet.workspace import build_workspace
+
         client = self._client(ctx.model)
+        log = SearchLog(ctx.transcript.parent)
         writer = TranscriptWriter(ctx.transcript)
         try:
-            return _Search(self, ctx, client, writer).run()
+            with (
+                tempfile.TemporaryDirectory(prefix="gauntlet-evolve-") as tmp,
+                Judge(ctx.device, time_cap_s=self.settings.time_cap_s) as judge,
+            ):
+                # Candidates are judged from a workspace of their own: the attempt's workspace
+                # only ever holds the best so far, which the runner judges if the agent is killed.
+                bench = build_workspace(
+                    ctx.task, Path(tmp) / "bench", device=ctx.device, budget=ctx.budget
+                )
+                counting = _CountingJudge(judge)
+                toolbox = Toolbox(
+                    ctx.task,
+                    bench.path,
+                    device=ctx.device,
+                    # Fresh inputs per candidate, resumed or not; never the run's secret seed.
+                    seed=ctx.seed * 1_000_003 + len(log.records()),
+                    judge=counting,
+                    log_path=log.root / "tool-calls.jsonl",
+                )
+                return _Search(
+                    self, ctx, client, writer, _Bench(bench.path, counting, toolbox)
+                ).run()
         finally:
             writer.close()
+
+
+@dataclass(frozen=True)
+class _Bench:
+    """Where candidates are judged: a workspace of the search's own and its feedback tools."""
+
+    folder: Path
+    judge: _CountingJudge
+    toolbox: Toolbox
 
 
 class _Search:
     """One attempt's search (or the rest of it, after a kill)."""
 
     def __init__(
-        self, owner: EvolveAgent, ctx: AgentContext, client: ChatClient, writer: TranscriptWriter
+        self,
+        owner: EvolveAgent,
+        ctx: AgentContext,
+        client: ChatClient,
+        writer: TranscriptWriter,
+        bench: _Bench,
     ) -> None:
         self.owner = owner
+        self.bench = bench.folder
+        self.judge = bench.judge
+        self.toolbox = bench.toolbox
         self.settings = owner.settings
         self.ctx = ctx
         self.client = client
@@ -214,10 +265,6 @@ class _Search:
     # The session.
 
     def run(self) -> AgentResult:
-        from gauntlet.agents.tools import Toolbox
-        from gauntlet.judge.service import Judge
-        from gauntlet.workspace import build_workspace
-
         self._load()
         self.log.append(
             SearchStarted(
@@ -240,26 +287,7 @@ class _Search:
                 tools=["bench", "profile"] if self.ctx.task.spec.track == "accel" else ["bench"],
             )
         )
-        with (
-            tempfile.TemporaryDirectory(prefix="gauntlet-evolve-") as tmp,
-            Judge(self.ctx.device, time_cap_s=self.settings.time_cap_s) as judge,
-        ):
-            # Candidates are judged from a workspace of their own: the attempt's workspace only
-            # ever holds the best so far, which is what the runner judges if the agent is killed.
-            bench = build_workspace(
-                self.ctx.task, Path(tmp) / "bench", device=self.ctx.device, budget=self.ctx.budget
-            )
-            self.bench = bench.path
-            self.judge = _CountingJudge(judge)
-            self.toolbox = Toolbox(
-                self.ctx.task,
-                self.bench,
-                device=self.ctx.device,
-                seed=self.ctx.seed * 1_000_003 + len(self.candidates),
-                judge=self.judge,
-                log_path=self.log.root / "tool-calls.jsonl",
-            )
-            status, message = self._search()
+        status, message = self._search()
         usage = self._usage()
         self.writer.write(AgentFinished(status=status, message=message, usage=usage.model_dump()))
         return AgentResult(
@@ -634,21 +662,29 @@ class _Search:
 class _CountingJudge:
     """The judge function the toolbox calls: a warm `Judge`, counted and timed per candidate."""
 
-    def __init__(self, judge: Any) -> None:
+    def __init__(self, judge: Judge) -> None:
         self._judge = judge
-        self.last: Any = None
+        self.last: Verdict | None = None
         self.calls_since_reset = 0
         self.seconds_since_reset = 0.0
 
     def reset(self) -> None:
+        """Forget the last verdict and the counts: a new candidate is judged."""
         self.last = None
         self.calls_since_reset = 0
         self.seconds_since_reset = 0.0
 
     def __call__(
-        self, task: Any, folder: Path, *, device: str, configs: Any, seed: int, mode: Any
-    ) -> Any:
-        # `device` is the toolbox's, which is the judge's own (both the attempt's device).
+        self,
+        task: Task,
+        folder: Path,
+        *,
+        device: str,
+        configs: ConfigSet,
+        seed: int,
+        mode: Mode,
+    ) -> Verdict:
+        """Judge as `gauntlet.judge.judge` would; `device` is the judge's own (the attempt's)."""
         started = time.monotonic()
         self.calls_since_reset += 1
         try:
