@@ -63,12 +63,17 @@ def cross_entropy_kernel(
         tl.store(out_ptr, (tl.sum(acc, axis=0) / n_rows).to(out_ptr.dtype.element_ty))
 
 
+# Classes per chunk and elements per program (knobs of the autotune agent, [autotune]).
+CHUNK_CLASSES = 4096
+TILE_ELEMENTS = 2048
+
+
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of contiguous (rows, classes) logits and (rows,) int64 targets."""
     rows, classes = logits.shape
     # Chunks of up to 4K classes; short rows are packed several to a program.
-    block_n = min(triton.next_power_of_2(classes), 4096)
-    block_m = min(max(1, 2048 // block_n), triton.next_power_of_2(rows))
+    block_n = min(triton.next_power_of_2(classes), CHUNK_CLASSES)
+    block_m = min(max(1, TILE_ELEMENTS // block_n), triton.next_power_of_2(rows))
     programs = triton.cdiv(rows, block_m)
     # scratch[0] counts finished programs, scratch[1 + p] holds program p's partial sum.
     scratch = torch.zeros(programs + 1, dtype=torch.int32, device=logits.device)
@@ -76,6 +81,6 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     cross_entropy_kernel[(programs,)](
         logits, targets, scratch, out, rows, classes, logits.stride(0),
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_P=min(triton.next_power_of_2(programs), 1024),
-        num_warps=4 if block_m * block_n <= 2048 else 8,
+        num_warps=4 if block_m * block_n <= TILE_ELEMENTS else 8,
     )
     return out

@@ -36,14 +36,20 @@ def fused_kernel(
     tl.store(y_ptr + offs, (h / denom).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# Tile shape and warps (knobs of the autotune agent, task.toml's [autotune]).
+MAX_BLOCK_N = 1024
+TILE_ELEMENTS = 4096
+NUM_WARPS = 8
+
+
 def fused_elementwise(
     x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, z: torch.Tensor
 ) -> torch.Tensor:
     """gelu_tanh(x * a + b) * sigmoid(z) for contiguous (rows, cols) x, z and (cols,) a, b."""
     rows, cols = x.shape
     y = torch.empty_like(x)
-    block_n = min(triton.next_power_of_2(cols), 1024)
-    block_m = min(max(1, 4096 // block_n), triton.next_power_of_2(rows))
+    block_n = min(triton.next_power_of_2(cols), MAX_BLOCK_N)
+    block_m = min(max(1, TILE_ELEMENTS // block_n), triton.next_power_of_2(rows))
     grid = (triton.cdiv(rows, block_m), triton.cdiv(cols, block_n))
-    fused_kernel[grid](x, a, b, z, y, rows, cols, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=8)
+    fused_kernel[grid](x, a, b, z, y, rows, cols, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=NUM_WARPS)
     return y

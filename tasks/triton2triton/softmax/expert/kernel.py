@@ -35,14 +35,21 @@ def softmax_kernel(
     )
 
 
+# Row packing (knobs of the autotune agent, task.toml's [autotune]): elements per program, and
+# the programs that must remain.
+PACK_ELEMENTS = 2048
+PACK_MIN_PROGRAMS = 512
+
+
 def _rows_per_program(rows: int, block_n: int) -> int:
     """Rows packed into one program: up to 2K elements, but only while ~512 programs remain.
 
     A small problem is latency-bound and wants every row in a program of its own; a large one
     saves per-program overhead by packing short rows.
     """
-    by_size = max(1, 2048 // block_n)
-    by_count = 1 << max(0, (rows // 512).bit_length() - 1)  # largest power of two <= rows/512
+    by_size = max(1, PACK_ELEMENTS // block_n)
+    # the largest power of two <= rows / PACK_MIN_PROGRAMS
+    by_count = 1 << max(0, (rows // PACK_MIN_PROGRAMS).bit_length() - 1)
     return min(by_size, by_count)
 
 
