@@ -28,13 +28,13 @@ def test_constants_of_every_literal_form() -> None:
         "import torch\nimport torch.nn as nn\n"
         "class Model(nn.Module):\n    def forward(self, x, y):\n        return x\n"
         "a = 16\nb = 1024 * 2\nc, d = 3, 4\nh = w = 8\nlow = -1.5\nflag = True\n"
-        "shape = (32, 7)\nsizes = [400, 800]\nderived = a * 2\ngroups = a\n"
+        "shape = (32, 7)\nsizes = [400, 800]\nderived = a * 2\ngroups = a\nlayers = [64] * 3\n"
         "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"
     )
     source = parse_problem(text, "p.py")
     assert source.constants == {
         "a": 16, "b": 2048, "c": 3, "d": 4, "h": 8, "w": 8, "low": -1.5,
-        "shape_0": 32, "shape_1": 7, "sizes_0": 400, "sizes_1": 800,
+        "shape_0": 32, "shape_1": 7, "sizes_0": 400, "sizes_1": 800, "layers_0": 64,
     }  # fmt: skip
     assert source.forward_args == ["x", "y"]
     # Booleans, derived values and ties stay in the code, recomputed from the constants.
@@ -42,6 +42,7 @@ def test_constants_of_every_literal_form() -> None:
     assert "derived = a * 2" in source.body
     assert "shape = (shape_0, shape_1,)" in source.body
     assert "sizes = [sizes_0, sizes_1,]" in source.body
+    assert "layers = [layers_0,] * 3" in source.body
 
 
 def test_a_name_assigned_twice_is_not_a_constant() -> None:

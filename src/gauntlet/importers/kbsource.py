@@ -135,13 +135,15 @@ def parse_problem(text: str, name: str) -> ProblemSource:
             continue
         shape = _literal_tuple(node)
         if shape is not None and assigned[shape[0]] == 1:
-            # `input_shape = (32768,)`, `layer_sizes = [400, 800]`: each element a constant of
-            # its own (`input_shape_0`), so sizes inside them are reduced and varied too.
-            name, values, brackets = shape
+            # `input_shape = (32768,)`, `layer_sizes = [400, 800]`, `sizes = [1024] * 16`: each
+            # element a constant of its own (`input_shape_0`; one for a repeated element), so
+            # sizes inside them are reduced and varied too.
+            name, values, brackets, times = shape
             elements = {f"{name}_{i}": v for i, v in enumerate(values)}
             if not set(elements) & (set(assigned) | set(constants)):
                 constants.update(elements)
-                body.append(f"{name} = {brackets[0]}{', '.join(elements)},{brackets[1]}")
+                repeat = f" * {times}" if times is not None else ""
+                body.append(f"{name} = {brackets[0]}{', '.join(elements)},{brackets[1]}{repeat}")
                 continue
         body.append(ast.unparse(node))
     model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
@@ -257,21 +259,30 @@ def _literal_constants(node: ast.stmt) -> dict[str, int | float]:
     return {}
 
 
-def _literal_tuple(node: ast.stmt) -> tuple[str, list[int | float], str] | None:
-    """`name = (a, b)` or `name = [a, b]` of number literals: the name, numbers and brackets."""
+def _literal_tuple(node: ast.stmt) -> tuple[str, list[int | float], str, int | None] | None:
+    """`name = (a, b)`, `name = [a, b]` or `name = [a] * n` of number literals.
+
+    The name, the numbers, the brackets and the repeat count (None: not repeated).
+    """
     if not (
         isinstance(node, ast.Assign)
         and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.Tuple | ast.List)
-        and node.value.elts
     ):
         return None
-    numbers = [_number(v) for v in node.value.elts]
+    value: ast.expr = node.value
+    times: int | None = None
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        right = value.right
+        if isinstance(right, ast.Constant) and type(right.value) is int:
+            value, times = value.left, right.value
+    if not isinstance(value, ast.Tuple | ast.List) or not value.elts:
+        return None
+    numbers = [_number(v) for v in value.elts]
     if any(n is None for n in numbers):
         return None
-    brackets = "()" if isinstance(node.value, ast.Tuple) else "[]"
-    return node.targets[0].id, [n for n in numbers if n is not None], brackets
+    brackets = "()" if isinstance(value, ast.Tuple) else "[]"
+    return node.targets[0].id, [n for n in numbers if n is not None], brackets, times
 
 
 def _number(node: ast.expr) -> int | float | None:
