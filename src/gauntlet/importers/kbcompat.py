@@ -59,8 +59,7 @@ def bind(
     values = {name: config[name] for name in constants}
     dtype = taskkit.dtype_of(str(config["dtype"]))
     model_class, _, get_init_inputs = problem(**values)
-    target = "cuda" if device == "cuda" else device
-    with torch.device(target):
+    with torch.device(device):
         model = model_new(*get_init_inputs()).to(dtype=dtype)
         own = model_class(*get_init_inputs()).to(dtype=dtype)
     model.load_state_dict(own.state_dict(), strict=True)
@@ -79,7 +78,7 @@ def bind(
         like = next(iter(state.values()), None)
         for param, shape in zero_shapes.items():
             state[param] = torch.zeros(
-                shape, dtype=dtype, device=like.device if like is not None else target
+                shape, dtype=dtype, device=like.device if like is not None else device
             )
         state.update({name: value.clone() for name, value in buffers.items()})
         inputs = tuple(named[n] for n in forward)
