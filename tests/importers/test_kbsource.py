@@ -105,8 +105,13 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
         "        self.conv = nn.Conv2d(3, 16, kernel_size=9, stride=2, padding=4)\n"
         "        self.norm = nn.GroupNorm(8, 16)\n"
         "        self.fc = nn.Linear(in_features=16 * 4 * 4, out_features=10)\n"
+        "        self.block = Block(16, stride=16)\n"
         "    def forward(self, x):\n"
         "        return self.fc(self.norm(self.conv(x)).flatten(1))\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, width, stride):\n"
+        "        super().__init__()\n"
+        "        self.width, self.stride = width, stride\n"
         "batch_size = 2\n"
         "def get_inputs():\n    return [torch.rand(batch_size, 3, 8, 8)]\n"
         "def get_init_inputs():\n    return []\n"
@@ -120,4 +125,6 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
     model = model_class()
     assert model.conv.out_channels == 8 and model.fc.in_features == 8 * 4 * 4
     assert model.norm.num_groups == 8 and model.conv.kernel_size == (9, 9)
+    # The problem's own blocks take sizes too; their structural keywords stay.
+    assert (model.block.width, model.block.stride) == (8, 16)
     assert get_inputs()[0].shape == (2, 3, 8, 8)  # type: ignore[operator]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,12 +29,11 @@ from pydantic import BaseModel, ConfigDict
 
 from gauntlet.importers import degeneracy, fit
 from gauntlet.importers.kbinputs import ProblemFunction, Rule, fan_in_of
+from gauntlet.importers.kbsource import STRUCTURAL
 from gauntlet.task import Config, Domain, Tolerance
 
 #: Integer constants at least this large are sizes: reduced to the caps and varied by the domain.
 SIZE_MIN = 8
-#: Names of integer constants that are never sizes, whatever their value.
-STRUCTURAL = re.compile(r"kernel|stride|pad|dilation|group|axis|heads|layers")
 #: The domain of a size runs from its C1 value / DOMAIN_SPREAD up to the C1 value.
 DOMAIN_SPREAD = 4
 #: Caps of the config the probe runs on this CPU (C1 where C1 is smaller).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,6 +71,8 @@ SIZE_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
 #: Integer literals at least this large in a size argument are hoisted (smaller ones: kernel
 #: sizes, factors of a spatial size such as AlexNet's `256 * 6 * 6`).
 LITERAL_MIN = 8
+#: Names of integer constants and arguments that are never sizes, whatever their value.
+STRUCTURAL = re.compile(r"kernel|stride|pad|dilation|group|axis|heads|layers")
 
 
 class ProblemRefused(ConfigError):
@@ -110,7 +113,7 @@ def parse_problem(text: str, name: str) -> ProblemSource:
         for target in _targets(node):
             assigned[target] = assigned.get(target, 0) + 1
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(assigned)
-    hoister = _SizeLiterals(taken)
+    hoister = _SizeLiterals(taken, _own_callables(tree))
     hoister.visit(tree)
     imports: list[str] = []
     constants: dict[str, int | float] = dict(hoister.constants)
@@ -171,21 +174,29 @@ class _SizeLiterals(ast.NodeTransformer):
     layer's input), as the shipped problem has them; a config then rebinds them all at once.
     """
 
-    def __init__(self, taken: set[str]) -> None:
+    def __init__(self, taken: set[str], own: set[str]) -> None:
         self.taken = taken
+        self.own = own
         self.constants: dict[str, int] = {}
         self.names: dict[int, str] = {}
 
     def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 - ast's visitor naming
         self.generic_visit(node)
-        callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
-        if callee not in SIZE_ARGUMENTS:
-            return node
-        positions, keywords = SIZE_ARGUMENTS[callee]
-        node.args = [self._sized(a) if i in positions else a for i, a in enumerate(node.args)]
-        for keyword in node.keywords:
-            if keyword.arg in keywords:
-                keyword.value = self._sized(keyword.value)
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else None
+        if callee in SIZE_ARGUMENTS:
+            positions, keywords = SIZE_ARGUMENTS[callee]
+            node.args = [self._sized(a) if i in positions else a for i, a in enumerate(node.args)]
+            for keyword in node.keywords:
+                if keyword.arg in keywords:
+                    keyword.value = self._sized(keyword.value)
+        elif (func.id if isinstance(func, ast.Name) else callee) in self.own:
+            # The problem's own blocks (`InceptionModule(192, 64, 96, ...)`, `_make_layer(block,
+            # 64, 2)`): their arguments feed its layers; structural keywords stay.
+            node.args = [self._sized(a) for a in node.args]
+            for keyword in node.keywords:
+                if keyword.arg is not None and not STRUCTURAL.search(keyword.arg.lower()):
+                    keyword.value = self._sized(keyword.value)
         return node
 
     def _sized(self, node: ast.expr) -> ast.expr:
@@ -207,6 +218,23 @@ class _SizeLiterals(ast.NodeTransformer):
             self.names[value] = name
             self.constants[name] = value
         return self.names[value]
+
+
+def _own_callables(tree: ast.Module) -> set[str]:
+    """Classes and functions the problem defines, and its classes' methods (not `Model`)."""
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name not in REQUIRED:
+            found.add(node.name)
+        if isinstance(node, ast.ClassDef) and node.name != "Model":
+            found.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            found.update(
+                n.name for n in node.body
+                if isinstance(n, ast.FunctionDef) and not n.name.startswith("__")
+                and n.name != "forward"
+            )  # fmt: skip
+    return found
 
 
 class _Replace(ast.NodeTransformer):
