@@ -128,3 +128,16 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
     # The problem's own blocks take sizes too; their structural keywords stay.
     assert (model.block.width, model.block.stride) == (8, 16)
     assert get_inputs()[0].shape == (2, 3, 8, 8)  # type: ignore[operator]
+
+
+def test_a_shape_of_names_and_literals_gets_constants_for_its_sizes() -> None:
+    text = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "batch_size = 2\ninput_shape = (batch_size, 3, 224, 224)\n"
+        "def get_inputs():\n    return [torch.rand(input_shape)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    source = parse_problem(text, "p.py")
+    assert source.constants == {"size_224": 224, "batch_size": 2}
+    assert "input_shape = (batch_size, 3, size_224, size_224)" in source.body

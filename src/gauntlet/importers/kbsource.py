@@ -115,6 +115,15 @@ def parse_problem(text: str, name: str) -> ProblemSource:
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(assigned)
     hoister = _SizeLiterals(taken, _own_callables(tree))
     hoister.visit(tree)
+    for node in tree.body:
+        # `input_shape = (batch_size, 3, 224, 224)`: a shape of names and literals (a shape of
+        # literals only is one constant per element, below).
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Tuple | ast.List)
+            and any(isinstance(e, ast.Name) for e in node.value.elts)
+        ):
+            node.value.elts = [hoister.sized(e) for e in node.value.elts]
     imports: list[str] = []
     constants: dict[str, int | float] = dict(hoister.constants)
     body: list[str] = []
@@ -186,20 +195,20 @@ class _SizeLiterals(ast.NodeTransformer):
         callee = func.attr if isinstance(func, ast.Attribute) else None
         if callee in SIZE_ARGUMENTS:
             positions, keywords = SIZE_ARGUMENTS[callee]
-            node.args = [self._sized(a) if i in positions else a for i, a in enumerate(node.args)]
+            node.args = [self.sized(a) if i in positions else a for i, a in enumerate(node.args)]
             for keyword in node.keywords:
                 if keyword.arg in keywords:
-                    keyword.value = self._sized(keyword.value)
+                    keyword.value = self.sized(keyword.value)
         elif (func.id if isinstance(func, ast.Name) else callee) in self.own:
             # The problem's own blocks (`InceptionModule(192, 64, 96, ...)`, `_make_layer(block,
             # 64, 2)`): their arguments feed its layers; structural keywords stay.
-            node.args = [self._sized(a) for a in node.args]
+            node.args = [self.sized(a) for a in node.args]
             for keyword in node.keywords:
                 if keyword.arg is not None and not STRUCTURAL.search(keyword.arg.lower()):
-                    keyword.value = self._sized(keyword.value)
+                    keyword.value = self.sized(keyword.value)
         return node
 
-    def _sized(self, node: ast.expr) -> ast.expr:
+    def sized(self, node: ast.expr) -> ast.expr:
         """The argument with its integer literals of LITERAL_MIN or more named.
 
         Only arithmetic of literals and names; a call or subscript is left as written.
