@@ -27,11 +27,13 @@ run: $(VENV)/.installed
 		--agent baseline --agent expert --agent autotune
 	$(VENV)/bin/gauntlet report $(RUN_OUT)
 
+# --dist loadgroup: the Ray engine's tests (xdist_group "ray") share one pytest worker, so the
+# session starts one local Ray.
 test: $(VENV)/.installed
 	bash scripts/test_setup.sh
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 manual: $(VENV)/.installed
 	$(PY) -m gauntlet.accel --write

@@ -194,16 +194,16 @@ def test_a_runaway_agent_ends_at_its_budget_and_is_judged(
 def test_judge_options_reach_the_judge_and_the_record(
     fixture_tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gauntlet.runner
+    import gauntlet.engines.attempt
 
     seen: list[dict[str, object]] = []
-    real = gauntlet.runner.judge
+    real = gauntlet.engines.attempt.judge
 
     def recording_judge(*args: object, **kwargs: object) -> object:
         seen.append(kwargs)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gauntlet.runner, "judge", recording_judge)
+    monkeypatch.setattr(gauntlet.engines.attempt, "judge", recording_judge)
     config = RunConfig(
         agents=["expert"], seed=5, device="cpu", time_cap_s=2.5, compile_reference=False
     )

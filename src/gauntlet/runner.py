@@ -2,9 +2,10 @@
 
 Per attempt: build the workspace, let the agent work in it, judge the contract's files from it
 with the run's secret seed, keep the submission and transcript under `attempts/<id>/`, and
-append the record. Attempts run concurrently on a thread pool (`--parallel N`): the heavy work
-happens in child processes (agents, judge workers), so threads only wait. `resume_run` skips
-attempts already recorded, so a killed run loses no finished attempt.
+append the record. An engine (`engines/`) executes the attempts: `local`, a thread pool here
+(`--parallel N`), or `ray`, Ray tasks on a cluster; either hands back each attempt's record and
+files, and the runner alone records them. `resume_run` skips attempts already recorded, so a
+killed run loses no finished attempt.
 """
 
 from __future__ import annotations
@@ -15,10 +16,7 @@ import os
 import platform
 import secrets
 import shutil
-import tempfile
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -26,10 +24,17 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from gauntlet import devices, process, settings, suites
-from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings, make_agent
-from gauntlet.agents.child import run_in_child
-from gauntlet.errors import ConfigError, GauntletError, RecordError, RunInterrupted
-from gauntlet.judge import judge
+from gauntlet.agents.base import Budget, ModelSettings, make_agent
+from gauntlet.engines import (
+    AttemptSpec,
+    AttemptWork,
+    EngineName,
+    Executor,
+    JudgeSettings,
+    LocalExecutor,
+    make_attempt,
+)
+from gauntlet.errors import ConfigError, RecordError, RunInterrupted
 from gauntlet.judge.seeds import seed_hash
 from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
@@ -64,6 +69,13 @@ class RunConfig(BaseModel):
     """Seconds of timing per config on a GPU before the judge stops short of a 1% CI."""
     compile_reference: bool = True
     """Also time torch.compile of the reference on torch2* tasks (costs a compile a shape)."""
+    engine: EngineName = "local"
+    """Where attempts execute: `local` (a thread pool here) or `ray` (Ray tasks)."""
+    ray_address: str | None = None
+    """The Ray cluster to join (`--ray-address`); None starts a local Ray."""
+    gpus_per_judgment: float = Field(default=1.0, gt=0, le=1)
+    """With Ray, the share of a GPU each judgment holds (fractions share one GPU, still one
+    timing at a time by the device lock)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +198,7 @@ def start_run(config: RunConfig, out: Path, progress: Progress | None = None) ->
             environment=environment(),
             config=config.model_dump(mode="json", exclude={"seed"}),
             state="running",
+            engines=[config.engine],
         )
     )
     secret_path = out / SECRET_FILE
@@ -202,11 +215,13 @@ def resume_run(
     parallel: int | None = None,
     progress: Progress | None = None,
     redo: Sequence[str] = (),
+    engine: dict[str, object] | None = None,
 ) -> RunStore:
     """Finish a run: make every attempt of its plan that `attempts.jsonl` does not hold yet.
 
     `redo`, globs over task ids, makes those tasks' attempts again even where recorded (after
-    a fix to the task or the judge); their old records move to `superseded.jsonl`.
+    a fix to the task or the judge); their old records move to `superseded.jsonl`. `engine`
+    overrides the run's engine options (`engine`, `ray_address`, `gpus_per_judgment`).
     """
     store = RunStore(run_dir)
     info = store.info()
@@ -215,7 +230,7 @@ def resume_run(
     except (OSError, ValueError) as err:
         raise RecordError(f"cannot read the run's secret seed in '{run_dir}': {err}") from err
     with store.lock():
-        return _resume(store, info, secret, parallel, progress, redo)
+        return _resume(store, info, secret, parallel, progress, redo, engine or {})
 
 
 def _resume(
@@ -225,12 +240,14 @@ def _resume(
     parallel: int | None,
     progress: Progress | None,
     redo: Sequence[str],
+    engine: dict[str, object],
 ) -> RunStore:
     run_dir = store.root
     store.repair()
-    config = RunConfig.model_validate(info.config)
+    given = {**info.config, **engine}
     if parallel is not None:
-        config = config.model_copy(update={"parallel": parallel})
+        given["parallel"] = parallel
+    config = RunConfig.model_validate(given)
     preflight(info.agents, config.model)
     tasks = [suites.load_by_id(task_id) for task_id in info.task_ids]
     jobs, _ = plan_jobs(tasks, info.agents, info.attempts, config.device)
@@ -242,8 +259,11 @@ def _resume(
         again |= matched
     if again:
         store.supersede(again)
+        for attempt_id in again:  # made again from the start, search state included
+            shutil.rmtree(store.attempt_dir(attempt_id), ignore_errors=True)
     done = store.done_ids()
     store.set_state("running")
+    store.add_engine(config.engine)
     _execute(store, [j for j in jobs if j.attempt_id not in done], config, secret, progress)
     store.set_state("finished")
     return store
@@ -252,51 +272,78 @@ def _resume(
 def _execute(
     store: RunStore, jobs: list[Job], config: RunConfig, secret: int, progress: Progress | None
 ) -> None:
-    lock = threading.Lock()
-    stopped = threading.Event()
+    judging = _judge_settings(config, secret)
+    work = [AttemptWork(j.task, _spec(store, j, config), judging) for j in jobs]
+    recorded = store.done_ids()
     finished = 0
+    with _executor(config) as executor:
+        warm = _warm_judge(jobs, config.parallel) if executor.judges_here else None
+        try:
+            for outcome in executor.outcomes(work):
+                record = outcome.record
+                if record.attempt_id in recorded:
+                    # An engine that made an attempt twice (a retry racing a slow first try):
+                    # the log keeps the first.
+                    logger.warning("attempt %s came back twice; kept once", record.attempt_id)
+                    continue
+                if outcome.files is not None:
+                    store.write_attempt_files(record.attempt_id, outcome.files)
+                store.append(record)
+                recorded.add(record.attempt_id)
+                finished += 1
+                logger.info(
+                    "attempt %s finished: %s",
+                    record.attempt_id,
+                    record.status,
+                    extra={"task_id": record.task_id, "attempt_id": record.attempt_id},
+                )
+                if progress is not None:
+                    progress(record, finished, len(jobs))
+        except KeyboardInterrupt:
+            # One Ctrl-C: no new attempt, every running agent and worker killed, nothing half
+            # made recorded; what was recorded stays for `--resume`.
+            executor.stop()
+            logger.warning("run %s interrupted", store.root)
+            store.set_state("interrupted")
+            raise RunInterrupted(str(store.root), finished, len(jobs)) from None
+        finally:
+            if warm is not None:
+                warm.close()
 
-    def one(job: Job) -> AttemptRecord | None:
-        if stopped.is_set():
-            return None
-        record = run_attempt(store, job, config, secret)
-        with lock:
-            if stopped.is_set():
-                return None  # cut short by the stop: its record would not be the agent's
-            store.append(record)
-        return record
 
-    warm = _warm_judge(jobs, config.parallel)
-    pool = ThreadPoolExecutor(max_workers=config.parallel, thread_name_prefix="attempt")
-    try:
-        futures = [pool.submit(one, job) for job in jobs]
-        for future in as_completed(futures):
-            record = future.result()
-            if record is None:
-                continue
-            finished += 1
-            logger.info(
-                "attempt %s finished: %s",
-                record.attempt_id,
-                record.status,
-                extra={"task_id": record.task_id, "attempt_id": record.attempt_id},
-            )
-            if progress is not None:
-                progress(record, finished, len(jobs))
-    except KeyboardInterrupt:
-        # One Ctrl-C: no new attempt, every running agent and worker killed, nothing half
-        # made recorded; what was recorded stays for `--resume`.
-        stopped.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        with process.stopping():
-            pool.shutdown(wait=True)
-        logger.warning("run %s interrupted", store.root)
-        store.set_state("interrupted")
-        raise RunInterrupted(str(store.root), finished, len(jobs)) from None
-    finally:
-        pool.shutdown(wait=True)
-        if warm is not None:
-            warm.close()
+def _executor(config: RunConfig) -> Executor:
+    """The engine that executes the run's attempts."""
+    if config.engine == "ray":
+        from gauntlet.engines.ray import RayExecutor
+
+        return RayExecutor(
+            config.ray_address,
+            gpus_per_judgment=config.gpus_per_judgment,
+            in_flight=config.parallel if config.parallel > 1 else None,
+        )
+    return LocalExecutor(config.parallel)
+
+
+def _judge_settings(config: RunConfig, secret: int) -> JudgeSettings:
+    return JudgeSettings(
+        seed=secret, time_cap_s=config.time_cap_s, compile_reference=config.compile_reference
+    )
+
+
+def _spec(store: RunStore, job: Job, config: RunConfig) -> AttemptSpec:
+    """What the engine's worker gets of an attempt; on this machine, its folder of the run."""
+    return AttemptSpec(
+        run_id=store.root.resolve().name,
+        attempt_id=job.attempt_id,
+        agent=job.agent,
+        index=job.index,
+        device=job.device,
+        model=config.model,
+        budget=config.budget,
+        keep_workspace=config.keep_workspaces,
+        engine=config.engine,
+        attempt_dir=store.attempt_dir(job.attempt_id) if config.engine == "local" else None,
+    )
 
 
 #: Host cores below which a run keeps no spare workers by default: a spare's imports then take
@@ -328,115 +375,10 @@ def _warm_judge(jobs: list[Job], parallel: int) -> Judge | None:
 
 
 def run_attempt(store: RunStore, job: Job, config: RunConfig, secret: int) -> AttemptRecord:
-    """One attempt, start to record. Never raises for what the agent or submission does."""
-    from gauntlet.workspace import build_workspace, workspace_changes
+    """One attempt here, start to record, its files in the run directory.
 
-    started = now()
-    folder = store.attempt_dir(job.attempt_id)
-    if folder.exists():
-        shutil.rmtree(folder)  # leftovers of an attempt that never got recorded
-    folder.mkdir(parents=True)
-    ws_root = Path(tempfile.mkdtemp(prefix=f"gauntlet-ws-{job.attempt_id[:40]}-"))
-    budget = config.budget
-    if job.task.spec.budget.turns and not budget.turns:
-        budget = budget.model_copy(update={"turns": job.task.spec.budget.turns})
-    try:
-        workspace = build_workspace(
-            job.task, ws_root / "workspace", device=job.device, budget=budget
-        )
-        ctx = AgentContext(
-            task=job.task,
-            workspace=workspace.path,
-            brief=workspace.brief,
-            budget=budget,
-            model=config.model,
-            device=job.device,
-            transcript=folder / "transcript.jsonl",
-            seed=job.index,
-        )
-        result = _run_agent(job, ctx)
-        changes = workspace_changes(workspace)
-        verdict = None
-        status: str
-        reason = ""
-        contract = set(job.task.spec.submission.files)
-        if result.status != "finished" and not contract & set(changes):
-            # It never ran, crashed or was stopped before writing its submission: the files
-            # are the untouched template, whose verdict would be the baseline's, not the
-            # agent's.
-            status = "agent_error"
-            reason = (
-                f"the agent ended ({result.status}) without changing its submission: "
-                f"{result.message}"
-            )
-        else:
-            try:
-                verdict = judge(
-                    job.task,
-                    workspace.path,
-                    device=job.device,
-                    seed=secret,
-                    mode="final",
-                    time_cap_s=config.time_cap_s,
-                    compile_reference=config.compile_reference,
-                )
-                status, reason = verdict.status, verdict.reason
-            except GauntletError as err:
-                logger.error("judge failed on %s: %s", job.attempt_id, err)
-                status, reason = "judge_error", f"the judge failed: {err}"
-            if result.status == "error" and verdict is not None and (
-                verdict.status == "no_submission"
-            ):
-                status, reason = "agent_error", f"the agent failed: {result.message}"
-        kept = _keep_submission(job.task, workspace.path, folder / "submission")
-        if config.keep_workspaces:
-            shutil.copytree(workspace.path, folder / "workspace", symlinks=True)
-    finally:
-        shutil.rmtree(ws_root, ignore_errors=True)
-    return AttemptRecord(
-        run_id=store.root.resolve().name,
-        attempt_id=job.attempt_id,
-        task_id=job.task.task_id,
-        track=job.task.spec.track,
-        level=job.task.spec.level,
-        platform=job.task.spec.platform,
-        agent=job.agent,
-        model=config.model.model,
-        index=job.index,
-        status=status,  # type: ignore[arg-type]
-        reason=reason,
-        verdict=verdict,
-        usage=result.usage,
-        agent_status=result.status,
-        agent_message=result.message,
-        sandbox=result.sandbox,
-        started_at=started,
-        finished_at=now(),
-        workspace_changes=changes,
-        submission_files=kept,
-    )
-
-
-def _run_agent(job: Job, ctx: AgentContext) -> AgentResult:
-    result = run_in_child(job.agent, ctx)
-    if result.status == "error" and not process.is_stopping():
-        # (An agent killed by a stopping run is not news: the run says it stopped.)
-        logger.warning("agent %s failed on %s: %s", job.agent, job.attempt_id, result.message)
-    if result.sandbox is None and result.status in ("timeout", "error"):
-        # A child killed at its budget, or dead, reports nothing: its sandbox is the agent's,
-        # resolved here as the child resolved it (agents that start no process have none).
-        kind = getattr(make_agent(job.agent), "sandbox_kind", None)
-        result = result.model_copy(update={"sandbox": kind})
-    return result
-
-
-def _keep_submission(task: Task, workspace: Path, dest: Path) -> list[str]:
-    kept = []
-    for name in task.spec.submission.files:
-        source = workspace / name
-        if source.is_file() and not source.is_symlink():
-            target = dest / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            kept.append(name)
-    return kept
+    The caller appends the record. Never raises for what the agent or submission does.
+    """
+    local = config.model_copy(update={"engine": "local"})
+    outcome = make_attempt(job.task, _spec(store, job, local), _judge_settings(config, secret))
+    return outcome.record

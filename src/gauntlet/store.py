@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -67,6 +68,24 @@ class RunInfo(BaseModel):
     state: RunState | None = None
     """How the run stands: `running` (or killed while it ran), `interrupted` (stopped with
     Ctrl-C), `finished` (every planned attempt recorded); None in runs made before it was kept."""
+    engines: list[str] = Field(default_factory=lambda: ["local"])
+    """The engines that made its attempts (`local`, `ray`), in the order they ran: a run
+    resumed on another engine names both."""
+
+
+class Placement(BaseModel):
+    """Where an attempt ran: which engine placed it, on which machines and GPU."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str = "local"
+    agent_host: str | None = None
+    """The machine the agent worked on."""
+    judge_host: str | None = None
+    """The machine that judged it (None when nothing was judged)."""
+    judge_gpu: str | None = None
+    """The physical GPU the judgment held, as the engine assigned it (`CUDA_VISIBLE_DEVICES`
+    entry); None where the engine did not choose one."""
 
 
 class AttemptRecord(BaseModel):
@@ -103,6 +122,8 @@ class AttemptRecord(BaseModel):
     """Path -> `added` / `modified` / `deleted`, against the workspace as built."""
     submission_files: list[str] = Field(default_factory=list)
     """Files of the submission kept under `attempts/<attempt_id>/submission/`."""
+    placement: Placement | None = None
+    """Where it ran; None in runs made before it was kept."""
 
 
 #: The longest attempt id kept whole: an id is a folder name (at most 255 bytes on Linux), and a
@@ -240,7 +261,9 @@ class RunStore:
 
     def set_state(self, state: RunState) -> None:
         """Record in `run.json` how the run stands (rewritten whole, then renamed over)."""
-        info = self.info().model_copy(update={"state": state})
+        self._write_info(self.info().model_copy(update={"state": state}))
+
+    def _write_info(self, info: RunInfo) -> None:
         path = self.root / "run.json"
         temporary = path.with_suffix(".json.tmp")
         try:
@@ -248,6 +271,27 @@ class RunStore:
             os.replace(temporary, path)
         except OSError as err:
             raise RecordError(f"cannot update '{path}': {err}") from err
+
+    def add_engine(self, engine: str) -> None:
+        """Record in `run.json` that `engine` makes (some of) the run's attempts."""
+        info = self.info()
+        if info.engines[-1:] != [engine]:
+            self._write_info(info.model_copy(update={"engines": [*info.engines, engine]}))
+
+    def write_attempt_files(self, attempt_id: str, archive: bytes) -> None:
+        """Put an attempt's files (an archive of `engines.bundle.pack_folder`) in its folder.
+
+        Leftovers of an attempt made before and never recorded are replaced.
+        """
+        from gauntlet.engines.bundle import unpack
+
+        folder = self.attempt_dir(attempt_id)
+        try:
+            if folder.exists():
+                shutil.rmtree(folder)
+        except OSError as err:
+            raise RecordError(f"cannot clear the attempt folder '{folder}': {err}") from err
+        unpack(archive, folder)
 
     def append(self, record: AttemptRecord) -> None:
         """Append one attempt and make it durable before returning."""

@@ -15,6 +15,7 @@ from rich.table import Table
 from gauntlet._cli import judge_options
 from gauntlet._cli.output import out, styled_status
 from gauntlet.agents.base import Budget, ModelSettings
+from gauntlet.engines import ENGINES
 from gauntlet.errors import ConfigError
 from gauntlet.judge.pipeline import geomean
 from gauntlet.runner import Job, RunConfig, plan_run, resume_run, start_run
@@ -81,10 +82,33 @@ def run(
     ),
     time_cap: float = judge_options.time_cap(),
     compile_reference: bool = judge_options.compile_reference(),
+    engine: str = typer.Option(
+        None,
+        "--engine",
+        help="Where attempts run: local (a thread pool here, the default) or ray (Ray tasks; "
+        "with --resume: the run's own engine unless given).",
+    ),
+    ray_address: str = typer.Option(
+        None,
+        "--ray-address",
+        help="With --engine ray: join this Ray cluster (default: start a local Ray).",
+    ),
+    gpus_per_judgment: float = typer.Option(
+        None,
+        "--gpus-per-judgment",
+        help="With --engine ray: the share of a GPU each judgment holds (default 1).",
+    ),
 ) -> None:
     """Run agents on tasks; exit 0 when the run completed, whatever the agents achieved."""
     if redo and resume is None:
         raise ConfigError("--redo needs --resume RUN_DIR: it redoes a recorded run's attempts")
+    if engine is not None and engine not in ENGINES:
+        raise ConfigError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
+    given = {"engine": engine, "ray_address": ray_address, "gpus_per_judgment": gpus_per_judgment}
+    engine_options = {key: value for key, value in given.items() if value is not None}
+    ray_only = set(engine_options) - {"engine"}
+    if ray_only and engine_options.get("engine", "local" if resume is None else None) == "local":
+        raise ConfigError("--ray-address and --gpus-per-judgment need --engine ray")
     config = None
     if resume is None:
         config = RunConfig(
@@ -101,6 +125,7 @@ def run(
             keep_workspaces=keep_workspaces,
             time_cap_s=time_cap,
             compile_reference=compile_reference,
+            **engine_options,
         )
         if dry_run:
             print_plan(*plan_run(config))
@@ -128,7 +153,9 @@ def run(
 
         if config is None:
             assert resume is not None
-            store = resume_run(resume, parallel=parallel, progress=progress, redo=redo or ())
+            store = resume_run(
+                resume, parallel=parallel, progress=progress, redo=redo or (), engine=engine_options
+            )
         else:
             stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
             store = start_run(config, out_dir or Path("runs") / stamp, progress=progress)
