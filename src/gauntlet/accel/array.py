@@ -158,7 +158,12 @@ class TileMachine(Machine):
     def check_pending(self, sid: int, lo: int, hi: int, write: bool) -> None:
         """Fault if an access touches data a send delivers that no wait has taken yet."""
         if not self.incoming:
-            super().check_pending(sid, lo, hi, write)
+            # The hot path of double-buffered code: one pass, and the shared message only on a
+            # conflict (the same test as Machine.check_pending, cheapest comparison first).
+            for transfer in self.pending:
+                for psid, plo, phi, pwrites in transfer.ranges:
+                    if plo < hi and lo < phi and psid == sid and (pwrites or write):
+                        super().check_pending(sid, lo, hi, write)
             return
         for transfer in self.pending:
             if transfer.tag >= 0:

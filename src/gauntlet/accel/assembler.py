@@ -80,6 +80,9 @@ class Program:
     source: str
     warnings: tuple[Diagnostic, ...] = ()
     _label_at: dict[int, str] = field(init=False, repr=False, compare=False)
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What the simulator derives from the program once for every machine it binds (a tile
+    array binds it once per tile): where blocks start, which SRAMs are read wide."""
 
     def __post_init__(self) -> None:
         first: dict[int, str] = {}

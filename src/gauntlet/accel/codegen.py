@@ -114,8 +114,12 @@ class BoundProgram:
         self.machine = machine
         self.program = program
         size = len(program)
-        self.starts = _block_starts(program)
-        self.wide = _wide_spaces(program)
+        derived = program.derived
+        if "starts" not in derived:
+            derived["starts"] = _block_starts(program)
+            derived["wide"] = _wide_spaces(program)
+        self.starts: set[int] = derived["starts"]
+        self.wide: frozenset[str] = derived["wide"]
         # Copies left fresh by an earlier program on this machine may be stale by now.
         machine.forget_wide()
         self.steps: list[Step] = [_Lazy(self, pc, MAX_BLOCK).run for pc in range(size)]

@@ -176,6 +176,16 @@ def _mvac(d: np.ndarray, b: np.ndarray, a: np.ndarray, k: int) -> None:
 # -- binders: memory and stream instructions ---------------------------------------------------
 
 
+def _formula(m: Machine, formula: str, args: tuple[str, ...]) -> Callable[..., int]:
+    """A cost or latency formula compiled once per platform (every tile binds the same ones)."""
+    cache: dict[tuple[str, tuple[str, ...]], Callable[..., int]]
+    cache = m.platform.derived.setdefault("tile_formulas", {})
+    function = cache.get((formula, args))
+    if function is None:
+        function = cache[formula, args] = formula_function(formula, m.env, args)
+    return function
+
+
 def _tile(m: Machine) -> TileMachine:
     if not isinstance(m, TileMachine):
         raise TypeError("tile instructions run on the tiles of an array (simulate the program)")
@@ -227,9 +237,9 @@ def _bind_dma(store: bool) -> Callable[[Machine, Decoded], Step]:
         lmem = m.sram["lmem"]
         written = np.frombuffer(lmem.written, dtype=np.uint8)
         unit = m.platform.unit_index("dma")
-        occupancy = formula_function(d.instruction.cost, m.env, ("bursts",))
-        ext = formula_function(EXT_COST, m.env, ("bursts",))
-        latency = formula_function(d.instruction.latency, m.env, ("row",))(tm.row)
+        occupancy = _formula(m, d.instruction.cost, ("bursts",))
+        ext = _formula(m, EXT_COST, ("bursts",))
+        latency = _formula(m, d.instruction.latency, ("row",))(tm.row)
         burst = int(m.params["burst_bytes"])
         array = tm.array
         shim = array.shims[tm.col]
@@ -314,8 +324,8 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
     regs = m.regs["r"]
     lmem = m.sram["lmem"]
     unit = m.platform.unit_index("stream")
-    occupancy = formula_function(d.instruction.cost, m.env, ("n",))
-    latency = formula_function(d.instruction.latency, m.env, ("hops",))
+    occupancy = _formula(m, d.instruction.cost, ("n",))
+    latency = _formula(m, d.instruction.latency, ("hops",))
     array = tm.array
     nxt = d.pc + 1
 
@@ -382,7 +392,7 @@ def _bind_signal(m: Machine, d: Decoded) -> Step:
     tm = _tile(m)
     tile_r, sem = d.operands
     regs = m.regs["r"]
-    latency = formula_function(d.instruction.latency, m.env, ("hops",))
+    latency = _formula(m, d.instruction.latency, ("hops",))
     array = tm.array
     nxt = d.pc + 1
 
