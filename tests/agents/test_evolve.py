@@ -301,3 +301,29 @@ def test_the_report_shows_a_search_per_generation(tmp_path: Path) -> None:
         ["2", "1", "1", "1", "4", "600"],
     ]
     assert "5.80" in cells[1][4] and "5.80" in cells[2][4] and cells[2][7] == "$0.0600"
+
+
+@pytest.mark.gpu
+def test_a_search_on_a_gpu_task_selects_by_timed_speedup(
+    scale_task: Task, make_context: Callable[..., Any]
+) -> None:
+    # `test/scale` on the GPU: the baseline's 256-wide blocks against the expert's 1024-wide
+    # ones, both correct and timed, so the speedup ranks them.
+    expert = (REPO / "tests" / "agents" / "task_scale" / "expert" / "kernel.py").read_text()
+    wrong = expert.replace("x * 2.0 + 1.0", "x * 2.0")
+    script = [
+        say(f"File: kernel.py\n```python\n{wrong}```"),
+        say(f"File: kernel.py\n```python\n{expert}```"),
+    ]
+    with FakeOpenAI(script) as server:
+        ctx, _ = make_context(scale_task, model=ModelSettings(model="m", base_url=server.base_url))
+        ctx = ctx.model_copy(update={"device": "cuda:0"})
+        result = EvolveAgent(SearchSettings(generations=1, proposals=2, time_cap_s=2)).run(ctx)
+    assert result.status == "finished", result.message
+    seed, wrong_one, right_one = candidates(ctx)
+    assert seed.correct and seed.speedup is not None
+    assert not wrong_one.correct and wrong_one.status == "incorrect"
+    assert right_one.correct and right_one.speedup is not None
+    best = max((seed, right_one), key=lambda c: c.speedup or 0.0)
+    assert f"best: candidate {best.candidate_id}" in result.message
+    assert "speedup" in right_one.feedback and "us" in right_one.feedback
