@@ -217,3 +217,17 @@ def test_the_ray_engine_without_ray_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"kernel-gauntlet\[ray\]"):
         RayExecutor()
+
+
+def test_ray_options_without_the_ray_engine_are_a_usage_error() -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from gauntlet._cli import run
+
+    app = typer.Typer()
+    run.register(app)  # alone: the app is the `run` command
+    for args in (["--ray-address", "auto"], ["--gpus-per-judgment", "0.5"], ["--engine", "spark"]):
+        result = CliRunner().invoke(app, ["--dry-run", *args])
+        assert isinstance(result.exception, ConfigError), result.output
+        assert "--engine" in str(result.exception)

@@ -103,7 +103,7 @@ def run(
     if redo and resume is None:
         raise ConfigError("--redo needs --resume RUN_DIR: it redoes a recorded run's attempts")
     if engine is not None and engine not in ENGINES:
-        raise ConfigError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
+        raise ConfigError(f"unknown engine '{engine}' for --engine (known: {', '.join(ENGINES)})")
     given = {"engine": engine, "ray_address": ray_address, "gpus_per_judgment": gpus_per_judgment}
     engine_options = {key: value for key, value in given.items() if value is not None}
     ray_only = set(engine_options) - {"engine"}
