@@ -8,14 +8,14 @@
 Runs `baseline`, `expert` (`--others`) and `autotune[:OPTIONS]` through `gauntlet.start_run`
 (the same path as `gauntlet run`: each agent in its child process, each submission judged by the
 full protocol with the run's secret seed, hidden configs included) on the chosen tasks, then
-prints (and writes with `--out`) a markdown table per task: each agent's status and speedup of
-the final verdict, autotune's judge calls and wall seconds (its search and its final judgment),
-and whether autotune improved on the baseline (passed with a speedup above 1). The header names
-the machine, the date, the options and the counts; the last lines sum what the autotune attempts
-cost, which is what adding the agent adds to a run of the same tasks (`make run`) before
-parallelism. `--tuned` keeps only tasks that declare knobs; `--device-kind` keeps tasks judged
-on that kind of device here (`sim`, `cpu`, `cuda`). A `--run-dir` that holds a run is resumed:
-its finished attempts stay, the rest run.
+prints (and writes with `--out`) a markdown table per task: each agent's status and speedups of
+the final verdict (visible configs, then hidden), autotune's judge calls and wall seconds (its
+search and its final judgment), and whether autotune improved on the baseline (passed with a
+speedup above 1). The header names the machine, the date, the options and the counts; the last
+lines sum what the autotune attempts cost, which is what adding the agent adds to a run of the
+same tasks (`make run`) before parallelism. `--tuned` keeps only tasks that declare knobs;
+`--device-kind` keeps tasks judged on that kind of device here (`sim`, `cpu`, `cuda`). A
+`--run-dir` that holds a run is resumed: its finished attempts stay, the rest run.
 """
 
 from __future__ import annotations
@@ -58,8 +58,13 @@ def _cpu() -> str:
 def _cell(record: AttemptRecord | None) -> str:
     if record is None:
         return "-"
-    speedup = record.verdict.speedup if record.verdict is not None else None
-    return str(record.status) + (f" {speedup:.3f}" if speedup is not None else "")
+    verdict = record.verdict
+    shown = str(record.status)
+    if verdict is not None and verdict.speedup is not None:
+        shown += f" {verdict.speedup:.3f}"
+    if verdict is not None and verdict.hidden_speedup is not None:
+        shown += f" (hidden {verdict.hidden_speedup:.3f})"
+    return shown
 
 
 def _seconds(record: AttemptRecord) -> float:
@@ -113,8 +118,8 @@ def main() -> int:
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; agent `{autotune}`; "
         f"run {run_dir}, --parallel {args.parallel}.",
         "",
-        "| task | baseline | expert | autotune | hidden | judge calls | autotune s | improved |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+        "| task | baseline | expert | autotune | judge calls | autotune s | improved |",
+        "| --- | --- | --- | --- | ---: | ---: | --- |",
     ]
     improved = 0
     costs = []
@@ -123,14 +128,12 @@ def main() -> int:
         if tuned is None:
             continue
         speedup = tuned.verdict.speedup if tuned.verdict is not None else None
-        hidden = tuned.verdict.hidden_speedup if tuned.verdict is not None else None
         better = tuned.status == "pass" and speedup is not None and speedup > 1.0
         improved += better
         costs.append(_seconds(tuned))
         lines.append(
             f"| {task_id} | {_cell(by.get((task_id, 'baseline')))} | "
-            f"{_cell(by.get((task_id, 'expert')))} | {_cell(tuned)} | "
-            f"{'-' if hidden is None else f'{hidden:.3f}'} | {tuned.usage.turns} | "
+            f"{_cell(by.get((task_id, 'expert')))} | {_cell(tuned)} | {tuned.usage.turns} | "
             f"{_seconds(tuned):.1f} | {'yes' if better else 'no'} |"
         )
     lines += [
