@@ -636,9 +636,8 @@ class _Search:
             )
         calls = self.settings.judge_calls
         if calls and usage.tool_calls >= calls:
-            return "budget_exhausted", (
-                f"judge-call budget of {calls} exhausted; {self._summary()}"
-            )
+            # The search's own length, like its generations: it ends as planned.
+            return "finished", f"judge-call budget of {calls} spent; {self._summary()}"
         return None
 
     def _request_timeout(self) -> float:
