@@ -70,7 +70,7 @@ def _npu_load_cycles(offset_bytes: int, hstride_bytes: int) -> int:
     program = assemble(npu, source, contract.symbols())
     result = simulate(program, contract, {"x": np.ones((64, 64), dtype=np.float32)})
     assert result.fault is None, result.fault
-    return result.profile.cycles
+    return int(result.profile.cycles)
 
 
 def test_npu_dma_charges_the_bursts_an_unaligned_row_touches() -> None:

@@ -39,7 +39,7 @@ def run(tile: Platform) -> Run:
         contract = MemoryContract.pack(
             inputs={"x": given.shape},
             outputs={"y": given.shape},
-            dtype=dtype,  # type: ignore[arg-type]
+            dtype=dtype,
         )
         target = platform or tile
         program = assemble(target, source, {**contract.symbols(), **(symbols or {})})

@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from gauntlet import suites
+from gauntlet.accel import MemoryContract, assemble, get_platform, simulate
 from gauntlet.judge import judge
 from gauntlet.task import load_task
 
@@ -67,7 +69,7 @@ def test_the_suite_selects_the_tile_tasks() -> None:
     assert ids == {f"accel/tile/{n}" for n in NAMES}
 
 
-@pytest.mark.parametrize("name", ["relu", "colsum"])
+@pytest.mark.parametrize("name", ["colsum"])
 def test_expert_passes_and_beats_the_baseline_on_every_visible_config(
     name: str, tmp_path: Path
 ) -> None:
@@ -87,3 +89,36 @@ def test_every_task_expert_beats_baseline_on_all_configs(name: str, tmp_path: Pa
         verdict = judge(task, tmp_path, device="sim:tile", seed=3)
         assert verdict.status == "pass", f"{label}: {verdict.reason}"
     assert all(r.timing is not None and r.timing.speedup > 1 for r in verdict.visible())
+
+
+def test_stencil_rewards_neighbouring_chunks_on_neighbouring_tiles(codegen: ModuleType) -> None:
+    """Placement: the expert's snake order beats the same program in row-major tile order.
+
+    Row-major order puts chunk 3 and chunk 4 on tiles (0, 3) and (1, 0), four hops apart, so
+    every step's boundary swap between them waits longer.
+    """
+    asm = importlib.import_module("_tile_codegen.asm")
+    kernels = importlib.import_module("_tile_codegen.kernels")
+    a = asm.Asm("stencil", "test")
+    kernels.stencil_stage(a, True)
+    snake = a.text()
+    row_major = snake.replace("    remi r16, r1, 2\n", "    li r16, 0\n").replace(
+        "remi r18, r16, 2", "li r18, 0"
+    )
+    assert row_major != snake
+    n, steps = 4096, 32
+    contract = MemoryContract.pack(inputs={"x": (n,), "w": (steps,)}, outputs={"y": (n,)})
+    rng = np.random.default_rng(0)
+    inputs = {
+        "x": rng.standard_normal(n).astype(np.float32),
+        "w": rng.uniform(0, 1, steps).astype(np.float32),
+    }
+    tile = get_platform("tile")
+    symbols = {**contract.symbols(), "N": n, "STEPS": steps, "itemsize": 4}
+    near, far = (
+        simulate(assemble(tile, source, symbols), contract, inputs) for source in (snake, row_major)
+    )
+    assert near.fault is None and far.fault is None
+    np.testing.assert_array_equal(near.outputs["y"], far.outputs["y"])
+    assert near.profile.cycles < far.profile.cycles
+    assert near.profile.stalls["semaphore_wait"] < far.profile.stalls["semaphore_wait"]

@@ -371,6 +371,40 @@ TASK_LIST: list[TaskDef] = [
         distributions=MM_DISTRIBUTIONS,
         tolerance=AT_TOLERANCE,
     ),
+    TaskDef(
+        name="stencil",
+        title="1-D stencil steps",
+        level=2,
+        what="Apply STEPS diffusion steps to x: step s replaces every x[i] by x[i] + w[s] / 4 "
+        "* (x[i - 1] - 2 * x[i] + x[i + 1]), with x[-1] = x[N] = 0 (w[s] in [0, 1]). Tiles "
+        "that each own a chunk must swap boundary words with the tiles owning the "
+        "neighbouring chunks every step: place neighbouring chunks on neighbouring tiles.",
+        regions=["x (N): input", "w (STEPS): input", "y (N): output"],
+        baseline="the whole vector on tile 0 (the other tiles halt): load it, step it STEPS "
+        "times in local memory, store it.",
+        visible=[
+            {"name": "C1", "N": 4096, "STEPS": 32, "dtype": "float32"},
+            {"name": "C2", "N": 3000, "STEPS": 20, "dtype": "bfloat16"},
+            {"name": "C3", "N": 2048, "STEPS": 64, "dtype": "float32", **SLOW},
+            {"name": "C4", "N": 1536, "STEPS": 16, "dtype": "bfloat16", **SMALL},
+            {"name": "C5", "N": 3333, "STEPS": 25, "dtype": "float32", **NARROW},
+        ],
+        hidden=[
+            {"name": "H1", "N": 1, "STEPS": 1, "dtype": "float32", **SINGLE},
+            {"name": "H2", "N": 4095, "STEPS": 63, "dtype": "bfloat16", **TALL},
+            {"name": "H3", "N": 4096, "STEPS": 64, "dtype": "float32", **WIDE},
+            {"name": "H4", "N": 7, "STEPS": 5, "dtype": "float32"},
+        ],
+        domain={
+            "N": "{ min = 1, max = 4096 }",
+            "STEPS": "{ min = 1, max = 64 }",
+            "dtype": '{ values = ["float32", "bfloat16"] }',
+            **GRID_DOMAIN,
+        },
+        flops="5 * N * STEPS",
+        bytes="(2 * N + STEPS) * itemsize",
+        tolerance={"float32": (1e-5, 1e-5), "bfloat16": (1e-3, 1.6e-2)},
+    ),
 ]
 
 TASKS: dict[str, TaskDef] = {t.name: t for t in TASK_LIST}

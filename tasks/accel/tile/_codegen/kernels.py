@@ -594,3 +594,128 @@ def _tree(a: Asm, coord: str, extent: str, unit: str, first_level: int) -> None:
             a(f"li r22, {recv}", "rel [r22], r26")
         a.place(nxt)
     a.place(finished)
+
+
+#: Local-memory layout of the stencil: two buffers of a chunk with a halo word at each end,
+#: and the steps' rates.
+ST_A, ST_B, ST_W = 0, 8192, 12800
+
+
+def _snake(a: Asm, logical: str, dst: str) -> None:
+    """The physical index of the tile at place `logical` of the snake through the grid.
+
+    Row r of the grid is walked left to right when r is even, right to left when odd, so
+    places k and k + 1 are always neighbours on the mesh.
+    """
+    even = a.label("even")
+    a(f"divi r16, {logical}, GRID_COLS", f"remi r17, {logical}, GRID_COLS", "remi r18, r16, 2")
+    a(f"beq r18, r0, {even}", "li r18, GRID_COLS - 1", "sub r17, r18, r17")
+    a.place(even)
+    a(f"muli {dst}, r16, GRID_COLS", f"add {dst}, {dst}, r17")
+
+
+def _stencil_step(a: Asm, cur: int, nxt: int) -> None:
+    """nxt[i] = r cur[i - 1] + (1 - 2r) cur[i] + r cur[i + 1], r = w[step] / 4, over r12 words."""
+    a("setvli 1", f"addi r24, r30, {ST_W}", "vredsum f3, [r24]")
+    a("fmul f4, f3, f1", "fmul f5, f3, f2", "fsub f5, f6, f5")
+    a(f"li r22, {cur}", f"li r23, {nxt + 1}")
+    body = ["vmuls [r23], [r22], f4", "vfmas [r23], [r22 + 1], f5", "vfmas [r23], [r22 + 2], f4"]
+    a.strips("r12", ["r22", "r23"], body)
+
+
+def stencil_stage(a: Asm, expert: bool) -> None:
+    """STEPS diffusion steps of x (N) at a0 with rates w (STEPS) at a1 into y (N) at a2.
+
+    Step s replaces x[i] by x[i] + w[s] / 4 * (x[i - 1] - 2 x[i] + x[i + 1]), zero beyond
+    both ends.
+
+    The baseline keeps the whole vector on tile 0 and steps it there. The expert cuts it into
+    chunks along a snake through the grid (consecutive chunks on neighbouring tiles), keeps
+    each chunk in its tile for every step, and swaps only the boundary words with the two
+    neighbours each step: a send into the neighbour's halo word of the next step's buffer
+    (semaphore 0 from the left, 1 from the right). The data dependency is the credit: a tile
+    sends step s + 1's boundary only after it took step s's halos, which its neighbour sent
+    after releasing the halo words step s + 1 lands in.
+    """
+    end = a.label("st_end")
+    a("fli f1, 0.25", "fli f2, 0.5", "fli f6, 1.0")
+    if not expert:
+        a(f"bne r3, r0, {end}", "li r11, 0", "li r12, N", "li r13, -1", "li r14, -1")
+    else:
+        a.equ("NT", f"cdiv(N, {TILES})")
+        a("remi r16, r1, 2", "mov r10, r2")
+        even = a.label("even")
+        a(f"beq r16, r0, {even}", "li r17, GRID_COLS - 1", "sub r10, r17, r2")
+        a.place(even)
+        a("muli r16, r1, GRID_COLS", "add r10, r10, r16")
+        a("li r28, NT", "mul r11, r10, r28", "li r29, N", "sub r12, r29, r11", "min r12, r12, r28")
+        a(f"bge r0, r12, {end}", "li r13, -1", "li r14, -1")
+        no_left, no_right = a.label("no_left"), a.label("no_right")
+        a(f"beq r10, r0, {no_left}", "addi r15, r10, -1")
+        _snake(a, "r15", "r13")
+        a.place(no_left)
+        a("add r15, r11, r12", f"bge r15, r29, {no_right}", "addi r15, r10, 1")
+        _snake(a, "r15", "r14")
+        a.place(no_right)
+    # Zero halos where the vector ends (a neighbour's halo words are its sends' to write).
+    a("setvli 1")
+    for buf in (ST_A, ST_B):
+        left, right = a.label("halo_left"), a.label("halo_right")
+        a(f"bge r13, r0, {left}", f"vbcast [r0 + {buf}], f0")
+        a.place(left)
+        a(f"bge r14, r0, {right}", f"vbcast [r12 + {buf + 1}], f0")
+        a.place(right)
+    a(
+        "li r4, 1",
+        "li r5, STEPS",
+        "li r6, 0",
+        "li r7, STEPS",
+        f"dld [r0 + {ST_W}], [a1], r4, r5, r6, r7, 2",
+    )
+    a("mov r5, r12", "mov r7, r12", "muli r16, r11, itemsize")
+    a("adda a8, a0, r16", f"dld [r0 + {ST_A + 1}], [a8], r4, r5, r6, r7, 2", "dwait 2")
+    if expert:
+        _halo_sends(a, ST_A)
+    a("li r30, 0", "li r29, STEPS")
+    top, done = a.label("steps"), a.label("steps_done")
+    a(f"bge r30, r29, {done}")
+    a.place(top)
+    for cur, nxt in ((ST_A, ST_B), (ST_B, ST_A)):
+        if expert:
+            got_left, got_right = a.label("got_left"), a.label("got_right")
+            a(f"blt r13, r0, {got_left}", "wait 0, 1")
+            a.place(got_left)
+            a(f"blt r14, r0, {got_right}", "wait 1, 1")
+            a.place(got_right)
+            a("dwait 0")  # the sends of the last step read nxt's boundary words
+        _stencil_step(a, cur, nxt)
+        if expert:
+            rel_left, rel_right = a.label("rel_left"), a.label("rel_right")
+            a("li r26, 1", f"blt r13, r0, {rel_left}", f"rel [r0 + {cur}], r26")
+            a.place(rel_left)
+            a(f"blt r14, r0, {rel_right}", f"rel [r12 + {cur + 1}], r26")
+            a.place(rel_right)
+        a("addi r30, r30, 1", f"bge r30, r29, {done}_{cur}")
+        if expert:
+            _halo_sends(a, nxt)
+    a(f"b {top}")
+    for cur, nxt in ((ST_A, ST_B), (ST_B, ST_A)):
+        a.place(f"{done}_{cur}")
+        a(f"li r15, {nxt}", f"b {done}_out")
+    a.place(done)
+    a(f"li r15, {ST_A}")
+    a.place(f"{done}_out")
+    a("muli r16, r11, itemsize", "adda a9, a2, r16", "addi r15, r15, 1")
+    a("li r4, 1", "mov r5, r12", "li r6, 0", "mov r7, r12", "dst [a9], [r15], r4, r5, r6, r7, 3")
+    a("dwait 3", "dwait 0")
+    a.place(end)
+
+
+def _halo_sends(a: Asm, buf: int) -> None:
+    """Send this tile's boundary words of `buf` into its neighbours' halo words of `buf`."""
+    left, right = a.label("send_left"), a.label("send_right")
+    a("li r26, 1", f"blt r13, r0, {left}")
+    a(f"send [r0 + {buf + 1}], r26, r13, [r0 + {buf} + NT + 1], 1, 0")
+    a.place(left)
+    a(f"blt r14, r0, {right}", f"send [r12 + {buf}], r26, r14, [r0 + {buf}], 0, 0")
+    a.place(right)

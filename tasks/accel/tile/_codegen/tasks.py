@@ -119,4 +119,5 @@ TASKS: dict[str, Callable[[], Programs]] = {
     "ffn": ffn("feed-forward block"),
     "attention": attention("scaled dot-product attention", heads=False),
     "gqa": attention("grouped-query attention", heads=True),
+    "stencil": _both("1-D stencil steps", k.stencil_stage),
 }
