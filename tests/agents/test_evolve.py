@@ -327,3 +327,23 @@ def test_a_search_on_a_gpu_task_selects_by_timed_speedup(
     best = max((seed, right_one), key=lambda c: c.speedup or 0.0)
     assert f"best: candidate {best.candidate_id}" in result.message
     assert "speedup" in right_one.feedback and "us" in right_one.feedback
+
+
+def test_answers_are_read_file_by_file() -> None:
+    from gauntlet.agents.evolve_prompts import parse_files
+
+    two = ["kernel.py", "kernel.cu"]
+    answer = (
+        "The wrapper:\n\nFile: kernel.py\n```python\nimport torch\n```\n\n"
+        "```cuda kernel.cu\n__global__ void k() {}\n```\n"
+    )
+    assert parse_files(answer, two) == {
+        "kernel.py": "import torch\n",
+        "kernel.cu": "__global__ void k() {}\n",
+    }
+    # One file: an unnamed block counts, the longest of several (a snippet, then the file).
+    assert parse_files("```\nx\n```\nso:\n```\nwhole file\n```", ["k.asm"]) == {
+        "k.asm": "whole file\n"
+    }
+    assert "no fenced code block for kernel.py, kernel.cu" in str(parse_files("```\nx\n```", two))
+    assert parse_files(None, two) == "the answer is empty"
