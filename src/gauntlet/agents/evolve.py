@@ -346,7 +346,8 @@ class _Search:
                 ),
             },
         ]
-        for message in messages:
+        # The system prompt (the brief) is the same for every proposal: written once a session.
+        for message in messages[0 if self.model_calls == 0 else 1 :]:
             self.writer.write(MessageAdded(turn=self.model_calls + 1, message=message))
         started = self.owner._clock()
         try:
