@@ -232,6 +232,36 @@ TASK_LIST: list[TaskDef] = [
         },
         tolerance={"float32": (1e-4, 1e-4), "bfloat16": (1e-2, 1.6e-2)},
     ),
+    _rows(
+        "cumsum",
+        "cumulative sum",
+        "Compute the cumulative sum down the rows: y[i, j] = sum over k <= i of x[k, j]. Tiles "
+        "that each own a chunk of rows need the total of the chunks before theirs: pass it "
+        "between neighbours.",
+        "ROWS * COLS",
+        baseline="the whole job on tile 0 (the other tiles halt), one row at a time: load, "
+        "wait, add the running sum, store, wait.",
+        visible=[
+            {"name": "C1", "ROWS": 512, "COLS": 256, "dtype": "float32"},
+            {"name": "C2", "ROWS": 1000, "COLS": 64, "dtype": "bfloat16"},
+            {"name": "C3", "ROWS": 64, "COLS": 1024, "dtype": "float32", **SLOW},
+            {"name": "C4", "ROWS": 333, "COLS": 96, "dtype": "bfloat16", **SMALL},
+            {"name": "C5", "ROWS": 97, "COLS": 333, "dtype": "float32", **NARROW},
+        ],
+        hidden=[
+            {"name": "H1", "ROWS": 1, "COLS": 1, "dtype": "float32", **SINGLE},
+            {"name": "H2", "ROWS": 1999, "COLS": 1023, "dtype": "bfloat16", **TALL},
+            {"name": "H3", "ROWS": 2000, "COLS": 7, "dtype": "float32", **WIDE},
+            {"name": "H4", "ROWS": 5, "COLS": 1024, "dtype": "float32"},
+        ],
+        domain={
+            "ROWS": "{ min = 1, max = 2000 }",
+            "COLS": "{ min = 1, max = 1024 }",
+            "dtype": '{ values = ["float32", "bfloat16"] }',
+            **GRID_DOMAIN,
+        },
+        tolerance={"float32": (1e-4, 1e-4), "bfloat16": (1e-2, 1.6e-2)},
+    ),
     _mm(
         "gemv",
         "GEMV",

@@ -719,3 +719,101 @@ def _halo_sends(a: Asm, buf: int) -> None:
     a.place(left)
     a(f"blt r14, r0, {right}", f"send [r12 + {buf}], r26, r14, [r0 + {buf}], 0, 0")
     a.place(right)
+
+
+#: Local-memory layout of the cumulative sum: the chunk's column sums, the running sum, the
+#: sum passed on, the sum received, two row buffers.
+CU_ACC, CU_RUN, CU_OUT, CU_RECV, CU_BUF, CU_BUFW = 0, 1024, 2048, 3072, 4096, 3072
+
+
+def _cumsum_rows(a: Asm, expert: bool, store: bool) -> None:
+    """Stream this tile's rows (r10 first, r11 count, r12 blocks) through the row buffers.
+
+    Without `store`: add every row into the column sums. With it: make every row the running
+    sum (the running sum carried from row to row) and store it.
+    """
+    bufs = (CU_BUF, CU_BUF + CU_BUFW)
+    if store:
+        body = ["vadd [r22], [r22], [r23]", "vmov [r23], [r22]"]
+        starts, anchor = ["r24", str(CU_RUN)], "r24"
+    else:
+        body = ["vadd [r22], [r22], [r23]"]
+        starts, anchor = [str(CU_ACC), "r24"], "r24"
+
+    def block(buf: int) -> None:
+        a("muli r18, r30, R_BLOCK", "sub r18, r11, r18", "mini r18, r18, R_BLOCK", f"li r24, {buf}")
+        with a.hloop("r18"):
+            _row_pass(a, body, ["r22", "r23"], starts)
+            a(f"addi {anchor}, {anchor}, COLS")
+
+    if not expert:
+        with a.loop("r30", "r12"):
+            _row_transfer(a, ["a0"], "r30", [str(bufs[0])], 0, store=False)
+            a("dwait 0")
+            block(bufs[0])
+            if store:
+                _row_transfer(a, ["a1"], "r30", [str(bufs[0])], 2, store=True)
+                a("dwait 2")
+        return
+    a("li r30, 0")
+    _row_transfer(a, ["a0"], "r30", [str(bufs[0])], 0, store=False)
+    top, done = a.label("blocks"), a.label("blocks_done")
+    a.place(top)
+    for p in (0, 1):
+        skip = a.label("no_prefetch")
+        a("addi r17, r30, 1", f"bge r17, r12, {skip}", f"dwait {3 - p}")
+        _row_transfer(a, ["a0"], "r17", [str(bufs[1 - p])], 1 - p, store=False)
+        a.place(skip)
+        a(f"dwait {p}")
+        block(bufs[p])
+        if store:
+            _row_transfer(a, ["a1"], "r30", [str(bufs[p])], 2 + p, store=True)
+        a("addi r30, r30, 1", f"bge r30, r12, {done}")
+    a(f"b {top}")
+    a.place(done)
+    a("dwait 2", "dwait 3")
+
+
+def cumsum_stage(a: Asm, expert: bool) -> None:
+    """y[i, j] = sum over k <= i of x[k, j], x and y (ROWS, COLS) at a0, a1.
+
+    The baseline runs down the rows on tile 0, one at a time. The expert cuts the rows into
+    chunks along a snake through the grid (consecutive chunks on neighbouring tiles); each tile
+    sums its chunk's columns, then the running total passes down the snake (each tile waits for
+    the total of the chunks before it, adds its own and sends it on), and each tile streams its
+    rows again from that total. Both passes double-buffer their rows.
+    """
+    end = a.label("cu_end")
+    tiles = TILES if expert else "1"
+    a.equ("R_BLOCK", f"max(1, {CU_BUFW} // COLS)" if expert else "1")
+    a.equ("RPT", f"cdiv(ROWS, {tiles})")
+    a("li r26, COLS")
+    if not expert:
+        a(f"bne r3, r0, {end}", "li r9, 0")
+    else:
+        a("remi r16, r1, 2", "mov r9, r2")
+        even = a.label("even")
+        a(f"beq r16, r0, {even}", "li r17, GRID_COLS - 1", "sub r9, r17, r2")
+        a.place(even)
+        a("muli r16, r1, GRID_COLS", "add r9, r9, r16")
+    a("li r28, RPT", "mul r10, r9, r28", "li r29, ROWS", "sub r11, r29, r10", "min r11, r11, r28")
+    a(f"bge r0, r11, {end}")
+    a("addi r12, r11, R_BLOCK - 1", "divi r12, r12, R_BLOCK")
+    a("li r5, COLS", "li r6, COLS * itemsize", "li r7, COLS")
+    _row_pass(a, ["vbcast [r22], f0"], ["r22"], [str(CU_RUN)])
+    if expert:
+        _row_pass(a, ["vbcast [r22], f0"], ["r22"], [str(CU_ACC)])
+        _cumsum_rows(a, expert, store=False)
+        first, last = a.label("first"), a.label("last")
+        a(f"beq r9, r0, {first}", "wait 0, 1")
+        _row_pass(a, ["vmov [r22], [r23]"], ["r22", "r23"], [str(CU_RUN), str(CU_RECV)])
+        a(f"li r22, {CU_RECV}", "rel [r22], r26")
+        a.place(first)
+        a("add r15, r10, r11", f"bge r15, r29, {last}", "addi r15, r9, 1")
+        _snake(a, "r15", "r14")
+        body = ["vadd [r22], [r23], [r25]"]
+        _row_pass(a, body, ["r22", "r23", "r25"], [str(CU_OUT), str(CU_RUN), str(CU_ACC)])
+        a(f"send [r0 + {CU_OUT}], r26, r14, [r0 + {CU_RECV}], 0, 4", "dwait 4")
+        a.place(last)
+    _cumsum_rows(a, expert, store=True)
+    a.place(end)

@@ -120,4 +120,5 @@ TASKS: dict[str, Callable[[], Programs]] = {
     "attention": attention("scaled dot-product attention", heads=False),
     "gqa": attention("grouped-query attention", heads=True),
     "stencil": _both("1-D stencil steps", k.stencil_stage),
+    "cumsum": _both("cumulative sum down the rows", k.cumsum_stage),
 }
