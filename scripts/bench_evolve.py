@@ -66,6 +66,9 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=200, help="N, the seed included")
     parser.add_argument("--time-cap", type=float, default=DEFAULT_TIME_CAP_S, help="seconds")
     parser.add_argument("--target-s", type=float, default=600.0, help="the target wall time")
+    parser.add_argument(
+        "--inputs", choices=("fresh", "fixed"), default="fresh", help="evolve's inputs option"
+    )
     parser.add_argument("--out", type=Path, help="append the table row to this file")
     args = parser.parse_args()
 
@@ -84,6 +87,7 @@ def main() -> int:
         judge_calls=args.candidates,
         time_cap_s=args.time_cap,
         crossover=0.0,
+        inputs=args.inputs,
     )
     budget = Budget(wall_s=24 * 3600)
     with tempfile.TemporaryDirectory(prefix="bench-evolve-") as tmp, FakeOpenAI(script) as server:
@@ -110,14 +114,15 @@ def main() -> int:
     )
     row = (
         f"| {datetime.now(UTC):%Y-%m-%d} | {platform.node()} | {name} | {args.task} | "
+        f"{args.inputs} | "
         f"{len(judged)} ({passed} correct) | {wall_s:.1f} | {judge_s:.1f} | "
         f"{statistics.median(per) if per else 0:.2f} | {wall_s / max(len(judged), 1):.2f} | "
         f"{'yes' if len(judged) >= args.candidates and wall_s < args.target_s else 'no'} |"
     )
     header = (
-        "| date | host | device | task | candidates judged | wall s | judge s | "
+        "| date | host | device | task | inputs | candidates judged | wall s | judge s | "
         "median judge s | wall s per candidate | N within target |\n"
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
     )
     print(f"agent: {result.status}: {result.message}", file=sys.stderr)
     print(header + "\n" + row)

@@ -347,3 +347,24 @@ def test_answers_are_read_file_by_file() -> None:
     }
     assert "no fenced code block for kernel.py, kernel.cu" in str(parse_files("```\nx\n```", two))
     assert parse_files(None, two) == "the answer is empty"
+
+
+def test_fixed_inputs_judge_every_candidate_on_one_draw(scale_task: Task) -> None:
+    from gauntlet.agents.evolve import _CountingJudge
+
+    seeds: list[int] = []
+
+    class Recording:
+        def eval(self, task: Task, folder: Path, **kwargs: Any) -> Any:
+            seeds.append(kwargs["seed"])
+            return None
+
+    fresh = _CountingJudge(Recording())  # type: ignore[arg-type]
+    fixed = _CountingJudge(Recording(), fixed_seed=99)  # type: ignore[arg-type]
+    for count, judge in enumerate((fresh, fresh, fixed, fixed)):
+        judge(scale_task, Path("."), device="cpu", configs="visible", seed=count, mode="feedback")
+    assert seeds == [0, 1, 99, 99]
+    assert fresh.calls_since_reset == 2
+    assert make_agent("evolve:inputs=fixed").settings.inputs == "fixed"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="'inputs' of agent 'evolve' must be fresh or fixed"):
+        make_agent("evolve:inputs=same")

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -93,6 +93,9 @@ OPTIONS = {
     "verifiers": "LLM verifiers run before the judge, joined by '+': "
     f"{'+'.join(VERIFIER_NAMES)} (default: none)",
     "crossover": "share of proposals made by crossover once two parents exist (default 0.3)",
+    "inputs": "fresh (new inputs for every candidate, as the feedback tools draw them) or "
+    "fixed (one draw for the whole search: the judge's cached references serve every "
+    "candidate) (default fresh)",
     "time_cap": f"seconds of GPU timing per config in a candidate's judgment "
     f"(default {DEFAULT_TIME_CAP_S:g})",
     "prices": "a TOML or JSON price table file",
@@ -126,6 +129,11 @@ class SearchSettings(BaseModel):
     crossover: float = Field(default=0.3, ge=0, le=1)
     time_cap_s: float = Field(default=DEFAULT_TIME_CAP_S, gt=0)
     """Seconds of timing per config on a GPU before the judge stops short of a 1% CI."""
+    inputs: Literal["fresh", "fixed"] = "fresh"
+    """`fresh`: every candidate is judged on new inputs (a candidate fitted to inputs it was
+    shown fails the next); `fixed`: one draw for the search, so the judge's references (and a
+    simulator's baseline runs) are computed once and candidates compete on the same data; a
+    candidate fitted to them is caught only by the final judgment."""
 
 
 class EvolveAgent:
@@ -199,7 +207,8 @@ class EvolveAgent:
                 bench = build_workspace(
                     ctx.task, Path(tmp) / "bench", device=ctx.device, budget=ctx.budget
                 )
-                counting = _CountingJudge(judge)
+                fixed = ctx.seed * 1_000_003 if self.settings.inputs == "fixed" else None
+                counting = _CountingJudge(judge, fixed_seed=fixed)
                 toolbox = Toolbox(
                     ctx.task,
                     bench.path,
@@ -662,8 +671,10 @@ class _Search:
 class _CountingJudge:
     """The judge function the toolbox calls: a warm `Judge`, counted and timed per candidate."""
 
-    def __init__(self, judge: Judge) -> None:
+    def __init__(self, judge: Judge, *, fixed_seed: int | None = None) -> None:
+        """Judge with the toolbox's seed per submission, or `fixed_seed` for every one."""
         self._judge = judge
+        self._fixed_seed = fixed_seed
         self.last: Verdict | None = None
         self.calls_since_reset = 0
         self.seconds_since_reset = 0.0
@@ -688,7 +699,13 @@ class _CountingJudge:
         started = time.monotonic()
         self.calls_since_reset += 1
         try:
-            verdict = self._judge.eval(task, folder, configs=configs, mode=mode, seed=seed)
+            verdict = self._judge.eval(
+                task,
+                folder,
+                configs=configs,
+                mode=mode,
+                seed=seed if self._fixed_seed is None else self._fixed_seed,
+            )
         finally:
             self.seconds_since_reset += time.monotonic() - started
         self.last = verdict
@@ -755,7 +772,16 @@ def settings_from_options(options: dict[str, str]) -> SearchSettings:
         verifiers=tuple(verifiers),
         crossover=share,
         time_cap_s=number("evolve", "time_cap", options.get("time_cap", str(DEFAULT_TIME_CAP_S))),
+        inputs=_inputs(options.get("inputs", "fresh")),
     )
+
+
+def _inputs(value: str) -> Literal["fresh", "fixed"]:
+    if value == "fresh":
+        return "fresh"
+    if value == "fixed":
+        return "fixed"
+    raise ConfigError(f"option 'inputs' of agent 'evolve' must be fresh or fixed, not '{value}'")
 
 
 @agent("evolve")
