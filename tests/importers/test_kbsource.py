@@ -112,6 +112,8 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
         "    def __init__(self, width, stride):\n"
         "        super().__init__()\n"
         "        self.width, self.stride = width, stride\n"
+        "        self.in_channels = 16\n"
+        "        self.stride_size = 16\n"
         "batch_size = 2\n"
         "def get_inputs():\n    return [torch.rand(batch_size, 3, 8, 8)]\n"
         "def get_init_inputs():\n    return []\n"
@@ -127,6 +129,8 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
     assert model.norm.num_groups == 8 and model.conv.kernel_size == (9, 9)
     # The problem's own blocks take sizes too; their structural keywords stay.
     assert (model.block.width, model.block.stride) == (8, 16)
+    # A width held in an attribute named as a size follows; a structural one stays.
+    assert (model.block.in_channels, model.block.stride_size) == (8, 16)
     assert get_inputs()[0].shape == (2, 3, 8, 8)  # type: ignore[operator]
 
 

@@ -71,6 +71,8 @@ SIZE_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
 #: Integer literals at least this large in a size argument are hoisted (smaller ones: kernel
 #: sizes, factors of a spatial size such as AlexNet's `256 * 6 * 6`).
 LITERAL_MIN = 8
+#: Names of attributes that hold a size (`self.in_channels = 64`).
+SIZE_NAME = re.compile(r"channel|feature|dim|size|width|hidden|embed")
 #: Names of integer constants and arguments that are never sizes, whatever their value.
 STRUCTURAL = re.compile(r"kernel|stride|pad|dilation|group|axis|heads|layers")
 
@@ -188,6 +190,18 @@ class _SizeLiterals(ast.NodeTransformer):
         self.own = own
         self.constants: dict[str, int] = {}
         self.names: dict[int, str] = {}
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:  # noqa: N802 - ast's visitor naming
+        """`self.in_channels = 64` (ResNet's running width): a size named as one is a size."""
+        self.generic_visit(node)
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if (
+            isinstance(target, ast.Attribute)
+            and SIZE_NAME.search(target.attr.lower())
+            and not STRUCTURAL.search(target.attr.lower())
+        ):
+            node.value = self.sized(node.value)
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 - ast's visitor naming
         self.generic_visit(node)
