@@ -225,9 +225,13 @@ class _SizeLiterals(ast.NodeTransformer):
     def sized(self, node: ast.expr) -> ast.expr:
         """The argument with its integer literals of LITERAL_MIN or more named.
 
-        Only arithmetic of literals and names; a call or subscript is left as written.
+        Only arithmetic of literals, names and attributes (`512 * Block.expansion`); a call or
+        subscript is left as written.
         """
-        allowed = ast.Constant | ast.Name | ast.BinOp | ast.UnaryOp | ast.operator | ast.unaryop
+        allowed = (
+            ast.Constant | ast.Name | ast.Attribute | ast.BinOp | ast.UnaryOp | ast.operator
+            | ast.unaryop
+        )  # fmt: skip
         if not all(isinstance(n, allowed | ast.expr_context) for n in ast.walk(node)):
             return node
         return _Replace(self).visit(node)  # type: ignore[no-any-return]
