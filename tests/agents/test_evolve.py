@@ -7,6 +7,7 @@ these searches are real: every judged candidate is a feedback judgment of `gaunt
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,25 +165,15 @@ def test_crossover_takes_two_parents_and_duplicates_cost_no_judge_call(
     assert result.usage.tool_calls == 3
 
 
-def test_the_judge_call_budget_stops_the_search_with_the_best_submitted(
-    accel_context: MakeContext,
-) -> None:
-    settings = SearchSettings(generations=5, proposals=3, judge_calls=2)
-    with FakeOpenAI([kernel(EXPERT)]) as server:
-        ctx = accel_context(server.base_url)
-        result = EvolveAgent(settings).run(ctx)
-    assert result.status == "finished"  # the search's own length, as planned
-    assert "judge-call budget of 2 spent" in result.message
-    assert len(server.requests) == 1 and result.usage.tool_calls == 2
-    assert (ctx.workspace / "kernel.asm").read_text() == EXPERT
-
-
 def test_a_search_stopped_by_its_budget_goes_on_from_its_log(accel_context: MakeContext) -> None:
     script = [kernel("; a\n" + BASELINE), kernel(EXPERT), kernel("; b\n" + BASELINE)]
     with FakeOpenAI(script) as server:
         ctx = accel_context(server.base_url)
         first = EvolveAgent(SearchSettings(generations=1, proposals=3, judge_calls=2)).run(ctx)
-        assert "judge-call budget of 2 spent" in first.message and len(server.requests) == 1
+        # The judge-call budget ends it as planned, the best so far submitted.
+        assert first.status == "finished" and "judge-call budget of 2 spent" in first.message
+        assert len(server.requests) == 1 and first.usage.tool_calls == 2
+        assert (ctx.workspace / "kernel.asm").read_text() == BASELINE  # no faster one yet
         again = accel_context(server.base_url, name="again")  # a fresh workspace...
         again = again.model_copy(update={"transcript": ctx.transcript})  # ...the same attempt
         second = EvolveAgent(SearchSettings(generations=1, proposals=3)).run(again)
@@ -368,3 +359,29 @@ def test_fixed_inputs_judge_every_candidate_on_one_draw(scale_task: Task) -> Non
     assert make_agent("evolve:inputs=fixed").settings.inputs == "fixed"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="'inputs' of agent 'evolve' must be fresh or fixed"):
         make_agent("evolve:inputs=same")
+
+
+def test_parallel_proposals_are_asked_at_once_and_judged_in_order(
+    accel_context: MakeContext,
+) -> None:
+    # Each answer waits until all three requests have arrived: asked one at a time, the
+    # barrier would break (and the server record the failure).
+    arrived = threading.Barrier(3, timeout=60)
+
+    def together(number: int) -> Callable[[dict[str, Any]], Answer]:
+        def step(request: dict[str, Any]) -> Answer:
+            arrived.wait()
+            return kernel(f"; proposal {number}\n" + BASELINE)
+
+        return step
+
+    settings = SearchSettings(generations=1, proposals=3, parallel=3)
+    with FakeOpenAI([together(n) for n in range(3)]) as server:
+        ctx = accel_context(server.base_url)
+        result = EvolveAgent(settings).run(ctx)
+    assert not server.failures, server.failures
+    assert result.status == "finished" and result.usage.tool_calls == 4
+    made = candidates(ctx)
+    assert [c.candidate_id for c in made] == [0, 1, 2, 3]
+    assert all(c.parents == [0] and c.outcome == "judged" for c in made[1:])
+    assert made[1].time <= made[2].time <= made[3].time

@@ -27,8 +27,10 @@ import hashlib
 import logging
 import random
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,7 +54,7 @@ from gauntlet.agents.evolve_log import (
     SearchStarted,
 )
 from gauntlet.agents.evolve_prompts import Parent, parse_files, proposal_prompt, system_prompt
-from gauntlet.agents.llm import MAX_RETRIES, ChatClient, ModelAPIError, PriceTable
+from gauntlet.agents.llm import MAX_RETRIES, ChatClient, Completion, ModelAPIError, PriceTable
 from gauntlet.agents.options import number, parse_options
 from gauntlet.agents.transcript import (
     AgentFinished,
@@ -60,6 +62,7 @@ from gauntlet.agents.transcript import (
     ApiErrored,
     MessageAdded,
     ModelCalled,
+    TranscriptEvent,
     TranscriptWriter,
 )
 from gauntlet.agents.verifiers import (
@@ -86,6 +89,7 @@ OPTIONS = {
     "generations": "generations after the seed (default 4)",
     "population": "correct candidates kept as parents (default 4)",
     "proposals": "candidates proposed per generation (default 4)",
+    "parallel": "proposals asked of the model at once, from the same population (default 1)",
     "judge_calls": "most judge calls in all (default 0: unlimited)",
     "tokens": "most tokens in all (default: the run's --budget, else unlimited)",
     "dollars": "most dollars in all (default: the run's budget, else unlimited)",
@@ -117,6 +121,9 @@ class SearchSettings(BaseModel):
     generations: int = Field(default=4, ge=0)
     population: int = Field(default=4, ge=1)
     proposals: int = Field(default=4, ge=1)
+    parallel: int = Field(default=1, ge=1)
+    """Proposals asked of the model at once (they see the same population); their candidates
+    are still verified and judged one at a time, in order."""
     judge_calls: int = Field(default=0, ge=0)
     """0: unlimited."""
     tokens: int = Field(default=0, ge=0)
@@ -226,6 +233,16 @@ class EvolveAgent:
 
 
 @dataclass(frozen=True)
+class _Plan:
+    """One proposal before the model answers it: how it is made, from whom, the prompt."""
+
+    generation: int
+    operation: Operation
+    parents: list[int]
+    messages: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
 class _Bench:
     """Where candidates are judged: a workspace of the search's own and its feedback tools."""
 
@@ -263,6 +280,7 @@ class _Search:
         """Generations whose selection is recorded."""
         self.model_calls = 0
         self.model_errors = 0
+        self._writing = threading.Lock()
         self.started = owner._clock()
         wall = ctx.budget.wall_s
         if self.settings.wall_s is not None:
@@ -327,21 +345,25 @@ class _Search:
         if 0 not in self.ended:
             self._end_generation(0)
         for generation in range(1, self.settings.generations + 1):
-            made = sum(c.generation == generation for c in self.candidates)
-            for index in range(made, self.settings.proposals):
+            index = sum(c.generation == generation for c in self.candidates)
+            while index < self.settings.proposals:
                 stop = self._budget_stop()
                 if stop is not None:
                     return stop
-                self._propose(generation, index)
+                last = min(index + self.settings.parallel, self.settings.proposals)
+                plans = [self._plan(generation, i) for i in range(index, last)]
+                for plan, answer in zip(plans, self._ask_all(plans), strict=True):
+                    self._take(plan, *answer)
                 if self.model_errors >= MAX_MODEL_ERRORS:
                     return "error", f"the model failed {self.model_errors} times in a row"
+                index = last
             if generation not in self.ended:
                 self._end_generation(generation)
         return "finished", self._summary()
 
-    # One candidate.
+    # One candidate: planned, asked of the model (a batch at once), then verified and judged.
 
-    def _propose(self, generation: int, index: int) -> None:
+    def _plan(self, generation: int, index: int) -> _Plan:
         rng = random.Random(f"{self.ctx.seed}/{generation}/{index}")
         operation, parents = self._parents(rng)
         messages = [
@@ -355,39 +377,56 @@ class _Search:
                 ),
             },
         ]
-        # The system prompt (the brief) is the same for every proposal: written once a session.
-        for message in messages[0 if self.model_calls == 0 else 1 :]:
-            self.writer.write(MessageAdded(turn=self.model_calls + 1, message=message))
+        return _Plan(generation, operation, parents, messages)
+
+    def _ask_all(self, plans: list[_Plan]) -> list[tuple[Completion | ModelAPIError, float]]:
+        """The model's answer to each plan (or its error) and its seconds, asked all at once."""
+        if len(plans) == 1:
+            return [self._ask(plans[0])]
+        with ThreadPoolExecutor(len(plans), thread_name_prefix="evolve-proposal") as pool:
+            return list(pool.map(self._ask, plans))
+
+    def _ask(self, plan: _Plan) -> tuple[Completion | ModelAPIError, float]:
         started = self.owner._clock()
         try:
             completion = self.client.complete(
-                messages, [], timeout_s=self._request_timeout(), on_retry=self._retrying
+                plan.messages, [], timeout_s=self._request_timeout(), on_retry=self._retrying
             )
         except ModelAPIError as err:
+            return err, self.owner._clock() - started
+        return completion, self.owner._clock() - started
+
+    def _take(self, plan: _Plan, answer: Completion | ModelAPIError, duration_s: float) -> None:
+        generation, operation, parents = plan.generation, plan.operation, plan.parents
+        # The system prompt (the brief) is the same for every proposal: written once a session.
+        for message in plan.messages[0 if self.model_calls == 0 else 1 :]:
+            self._write(MessageAdded(turn=self.model_calls + 1, message=message))
+        if isinstance(answer, ModelAPIError):
             self.model_errors += 1
-            self.writer.write(
-                ApiErrored(turn=self.model_calls + 1, attempt=0, error=str(err), retry_in_s=None)
+            self._write(
+                ApiErrored(turn=self.model_calls + 1, attempt=0, error=str(answer), retry_in_s=None)
             )
-            self._record(generation, operation, parents, "model_error", {}, str(err))
+            self._record(generation, operation, parents, "model_error", {}, str(answer))
             return
+        completion = answer
         self.model_errors = 0
         self.model_calls += 1
         cost = self.owner.prices.cost_usd(
             self.client.model, completion.tokens_in, completion.tokens_out
         )
-        self.writer.write(
+        self._write(
             ModelCalled(
                 turn=self.model_calls,
                 tokens_in=completion.tokens_in,
                 tokens_out=completion.tokens_out,
                 cost_usd=round(cost, 6),
-                duration_s=round(self.owner._clock() - started, 3),
+                duration_s=round(duration_s, 3),
                 finish_reason=completion.finish_reason,
                 attempts=completion.attempts,
                 usage_reported=completion.usage_reported,
             )
         )
-        self.writer.write(MessageAdded(turn=self.model_calls, message=completion.message()))
+        self._write(MessageAdded(turn=self.model_calls, message=completion.message()))
         spent = (completion.tokens_in, completion.tokens_out, cost)
         parsed = parse_files(completion.content, self.names)
         if isinstance(parsed, dict) and parents:
@@ -654,9 +693,14 @@ class _Search:
         return min(max(self.deadline - self.owner._clock(), 1.0), REQUEST_TIMEOUT_S)
 
     def _retrying(self, attempt: int, error: str, delay: float) -> None:
-        self.writer.write(
+        # Called from the proposal threads.
+        self._write(
             ApiErrored(turn=self.model_calls + 1, attempt=attempt, error=error, retry_in_s=delay)
         )
+
+    def _write(self, event: TranscriptEvent) -> None:
+        with self._writing:
+            self.writer.write(event)
 
     def _summary(self) -> str:
         judged = sum(c.outcome == "judged" for c in self.candidates)
@@ -765,6 +809,7 @@ def settings_from_options(options: dict[str, str]) -> SearchSettings:
         generations=count("generations", 4, zero=True),
         population=count("population", 4),
         proposals=count("proposals", 4),
+        parallel=count("parallel", 1),
         judge_calls=count("judge_calls", 0, zero=True),
         tokens=count("tokens", 0, zero=True),
         cost_usd=number("evolve", "dollars", options["dollars"]) if "dollars" in options else 0,
