@@ -35,8 +35,8 @@ The task brief (TASK.md) follows.
 
 """
 
+#: What the model is asked to do, per operation (the seed is the starting files: no prompt).
 INSTRUCTIONS: dict[Operation, str] = {
-    "seed": "",
     "write": (
         "There is no correct kernel yet. Write one that is correct on every configuration, "
         "then as fast as you can make it."
