@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from gauntlet.accel import assemble, simulate
-from gauntlet.judge.asm_backend import config_setup, draw_inputs, task_code
-from gauntlet.task import load_task
+from gauntlet.judge.asm_backend import config_setup, draw_inputs, reference_outputs
+from gauntlet.task import Task, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "tasks" / "accel" / "tile"
@@ -42,8 +42,7 @@ def run_task(name: str) -> list[tuple[str, int, int]]:
         setup = config_setup(task, config)
         distribution = task.spec.inputs.distributions[0]
         inputs = draw_inputs(task, config, SEED, distribution)
-        expected = task_code(task).reference(*(v.astype(np.float64) for v in inputs.values()))
-        wanted = expected if isinstance(expected, tuple) else (expected,)
+        wanted = reference_outputs(task, inputs)
         cycles = []
         for file in ("baseline.asm", "expert.asm"):
             program = assemble(setup.platform, task.path(file).read_text(), setup.symbols)
@@ -58,9 +57,8 @@ def run_task(name: str) -> list[tuple[str, int, int]]:
     return rows
 
 
-def _tolerance(task: object, dtype: str) -> tuple[float, float]:
-    spec = task.spec  # type: ignore[attr-defined]
-    tol = spec.tolerance.per_dtype[dtype]
+def _tolerance(task: Task, dtype: str) -> tuple[float, float]:
+    tol = task.spec.tolerance.dtypes[dtype]
     return float(tol.atol), float(tol.rtol)
 
 

@@ -122,3 +122,27 @@ def test_stencil_rewards_neighbouring_chunks_on_neighbouring_tiles(codegen: Modu
     np.testing.assert_array_equal(near.outputs["y"], far.outputs["y"])
     assert near.profile.cycles < far.profile.cycles
     assert near.profile.stalls["semaphore_wait"] < far.profile.stalls["semaphore_wait"]
+
+
+ROUTED = ["colsum", "colmax", "gemv_t", "cumsum", "stencil"]
+
+
+@pytest.mark.parametrize("name", ROUTED)
+def test_routed_experts_pass_data_between_tiles(name: str) -> None:
+    """These experts combine or exchange results over the mesh; their baselines never send."""
+    from gauntlet.judge.asm_backend import config_setup, draw_inputs, reference_outputs
+
+    task = load_task(TILE / name)
+    config = task.visible_configs[0]
+    setup = config_setup(task, config)
+    inputs = draw_inputs(task, config, 5, task.spec.inputs.distributions[0])
+    (expected,) = reference_outputs(task, inputs)
+    sends = {}
+    for file in ("baseline.asm", "expert.asm"):
+        program = assemble(setup.platform, task.path(file).read_text(), setup.symbols)
+        result = simulate(program, setup.contract, inputs)
+        assert result.fault is None, result.fault
+        (output,) = result.outputs.values()
+        np.testing.assert_allclose(output, expected, rtol=1e-4, atol=1e-3)
+        sends[file] = result.profile.instructions_by_unit["stream"]
+    assert sends["baseline.asm"] == 0 < sends["expert.asm"]

@@ -233,6 +233,70 @@ TASK_LIST: list[TaskDef] = [
         tolerance={"float32": (1e-4, 1e-4), "bfloat16": (1e-2, 1.6e-2)},
     ),
     _rows(
+        "colmax",
+        "column maxima",
+        "Compute the maximum of each column of x: y[j] = max_i x[i, j]. Tiles that each "
+        "reduce a share of the rows must combine their partial maxima: pass them between "
+        "neighbours.",
+        "ROWS * COLS",
+        regions=["x (ROWS, COLS): input", "y (COLS): output"],
+        bytes="(ROWS * COLS + COLS) * itemsize",
+        baseline="the whole job on tile 0 (the other tiles halt), one row at a time: load, "
+        "wait, fold into the maxima; then store them.",
+        visible=[
+            {"name": "C1", "ROWS": 256, "COLS": 256, "dtype": "float32"},
+            {"name": "C2", "ROWS": 1000, "COLS": 64, "dtype": "bfloat16"},
+            {"name": "C3", "ROWS": 64, "COLS": 1024, "dtype": "float32", **SLOW},
+            {"name": "C4", "ROWS": 333, "COLS": 96, "dtype": "bfloat16", **SMALL},
+            {"name": "C5", "ROWS": 97, "COLS": 333, "dtype": "float32", **NARROW},
+        ],
+        hidden=[
+            {"name": "H1", "ROWS": 1, "COLS": 1, "dtype": "float32"},
+            {"name": "H2", "ROWS": 1999, "COLS": 1023, "dtype": "bfloat16", **TALL},
+            {"name": "H3", "ROWS": 2000, "COLS": 7, "dtype": "float32", **WIDE},
+            {"name": "H4", "ROWS": 5, "COLS": 1024, "dtype": "float32", "hw_grid_cols": 1},
+        ],
+        domain={
+            "ROWS": "{ min = 1, max = 2000 }",
+            "COLS": "{ min = 1, max = 1024 }",
+            "dtype": '{ values = ["float32", "bfloat16"] }',
+            **GRID_DOMAIN,
+        },
+        tolerance={"float32": (1e-6, 1e-6), "bfloat16": (1e-3, 1e-3)},
+    ),
+    _rows(
+        "gemv_t",
+        "transposed GEMV",
+        "Compute y = x @ w: y[j] = sum_i x[i] * w[i, j]. Tiles that each take a share of "
+        "the rows of w must combine their partial sums: pass them between neighbours.",
+        "2 * K * N",
+        regions=["w (K, N): input", "x (K): input", "y (N): output"],
+        bytes="(K * N + K + N) * itemsize",
+        baseline="the whole job on tile 0 (the other tiles halt), one row at a time: load, "
+        "wait, add x[i] times it into the sums; then store them.",
+        visible=[
+            {"name": "C1", "K": 256, "N": 256, "dtype": "float32"},
+            {"name": "C2", "K": 1000, "N": 64, "dtype": "bfloat16"},
+            {"name": "C3", "K": 64, "N": 1024, "dtype": "float32", **SLOW},
+            {"name": "C4", "K": 333, "N": 96, "dtype": "bfloat16", **SMALL},
+            {"name": "C5", "K": 97, "N": 333, "dtype": "float32", **NARROW},
+        ],
+        hidden=[
+            {"name": "H1", "K": 1, "N": 1, "dtype": "float32"},
+            {"name": "H2", "K": 1999, "N": 1023, "dtype": "bfloat16", **TALL},
+            {"name": "H3", "K": 2000, "N": 7, "dtype": "float32", **WIDE},
+            {"name": "H4", "K": 5, "N": 1024, "dtype": "float32", "hw_grid_cols": 1},
+        ],
+        domain={
+            "K": "{ min = 1, max = 2000 }",
+            "N": "{ min = 1, max = 1024 }",
+            "dtype": '{ values = ["float32", "bfloat16"] }',
+            **GRID_DOMAIN,
+        },
+        tolerance=MM_TOLERANCE,
+        distributions=MM_DISTRIBUTIONS,
+    ),
+    _rows(
         "cumsum",
         "cumulative sum",
         "Compute the cumulative sum down the rows: y[i, j] = sum over k <= i of x[k, j]. Tiles "

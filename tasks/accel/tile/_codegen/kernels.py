@@ -503,8 +503,22 @@ CS_ACC, CS_BUF, CS_BUFW, CS_RECV = 0, 1024, 3072, 7168
 CS_LEVELS = (1, 2, 4)
 
 
-def colsum_stage(a: Asm, expert: bool) -> None:
-    """y[j] = sum_i x[i, j], x (ROWS, COLS) at a0, y (COLS) at a1.
+#: The column reductions: how the partial result starts, how a row goes into it, how two
+#: partials combine. `gemvt` weighs row i by x[i] (a transposed GEMV, y = x @ w).
+REDUCTIONS: dict[str, tuple[str, str, str]] = {
+    "sum": ("fli f9, 0.0", "vadd [r22], [r22], [r23]", "vadd [r22], [r22], [r23]"),
+    "max": ("fli f9, -inf", "vmax [r22], [r22], [r23]", "vmax [r22], [r22], [r23]"),
+    "gemvt": ("fli f9, 0.0", "vfmas [r22], [r23], f3", "vadd [r22], [r22], [r23]"),
+}
+
+#: Where the gemvt reduction keeps this tile's share of x.
+CS_X = 13312
+
+
+def colsum_stage(a: Asm, expert: bool, op: str = "sum") -> None:
+    """y[j] = reduce_i x[i, j] over the rows of x (ROWS, COLS) at a0 into y (COLS) at a1.
+
+    `op` is a `REDUCTIONS` entry; for `gemvt` the weights x (ROWS) are at a1 and y at a2.
 
     The baseline sums every row on tile 0, one row at a time. The expert gives each tile a
     contiguous share of the rows, streams them in double-buffered blocks and adds them into a
@@ -521,7 +535,9 @@ def colsum_stage(a: Asm, expert: bool) -> None:
     if not expert:
         a(f"bne r3, r0, {end}")
     a("li r26, COLS", f"li r22, {CS_ACC}")
-    a.strips("r26", ["r22"], ["vbcast [r22], f0"])
+    init, fold, combine = REDUCTIONS[op]
+    a(init)
+    a.strips("r26", ["r22"], ["vbcast [r22], f9"])
     a("li r5, COLS", "li r6, COLS * itemsize", "li r7, COLS")
     a("li r28, RPT", "mul r10, r3, r28", "li r29, ROWS", "sub r11, r29, r10", "min r11, r11, r28")
     summed = a.label("summed")
@@ -529,11 +545,18 @@ def colsum_stage(a: Asm, expert: bool) -> None:
     a("addi r12, r11, R_BLOCK - 1", "divi r12, r12, R_BLOCK")
     bufs = (CS_BUF, CS_BUF + CS_BUFW)
 
+    if op == "gemvt":
+        # This tile's weights: x[r10 .. r10 + r11) into CS_X, once.
+        a("li r4, 1", "mov r5, r11", "mov r7, r11", "muli r16, r10, itemsize", "adda a8, a1, r16")
+        a(f"dld [r0 + {CS_X}], [a8], r4, r5, r6, r7, 4", "dwait 4", "li r5, COLS", "li r7, COLS")
+
     def add_block(buf: int) -> None:
         a("muli r18, r30, R_BLOCK", "sub r18, r11, r18", "mini r18, r18, R_BLOCK")
-        a(f"li r24, {buf}")
+        a(f"li r24, {buf}", "muli r25, r30, R_BLOCK", f"addi r25, r25, {CS_X}")
         with a.hloop("r18"):
-            _row_pass(a, ["vadd [r22], [r22], [r23]"], ["r22", "r23"], [str(CS_ACC), "r24"])
+            if op == "gemvt":
+                a("setvli 1", "vredsum f3, [r25]", "addi r25, r25, 1")
+            _row_pass(a, [fold], ["r22", "r23"], [str(CS_ACC), "r24"])
             a("addi r24, r24, COLS")
 
     if not expert:
@@ -558,17 +581,18 @@ def colsum_stage(a: Asm, expert: bool) -> None:
         a.place(done)
     a.place(summed)
     if expert:
-        _tree(a, "r2", "GRID_COLS", "1", 0)
+        _tree(a, "r2", "GRID_COLS", "1", 0, combine)
         only = a.label("column0_done")
         a(f"bne r2, r0, {only}")
-        _tree(a, "r1", "GRID_ROWS", "GRID_COLS", len(CS_LEVELS))
+        _tree(a, "r1", "GRID_ROWS", "GRID_COLS", len(CS_LEVELS), combine)
         a.place(only)
         a(f"bne r3, r0, {end}")
-    a("li r4, 1", f"dst [a1], [r0 + {CS_ACC}], r4, r5, r6, r7, 2", "dwait 2")
+    out = "a2" if op == "gemvt" else "a1"
+    a("li r4, 1", f"dst [{out}], [r0 + {CS_ACC}], r4, r5, r6, r7, 2", "dwait 2")
     a.place(end)
 
 
-def _tree(a: Asm, coord: str, extent: str, unit: str, first_level: int) -> None:
+def _tree(a: Asm, coord: str, extent: str, unit: str, first_level: int, combine: str) -> None:
     """Reduce the partial sums along one axis: coordinate `coord` (r1 or r2) of `extent`.
 
     At stride s a tile whose coordinate is an odd multiple of s sends its sum to the tile s
@@ -590,7 +614,7 @@ def _tree(a: Asm, coord: str, extent: str, unit: str, first_level: int) -> None:
             a.place(receive)
             a(f"bne r16, r0, {nxt}", f"addi r16, {coord}, {stride}", f"li r17, {extent}")
             a(f"bge r16, r17, {nxt}", f"wait {level}, 1", "li r26, COLS")
-            _row_pass(a, ["vadd [r22], [r22], [r23]"], ["r22", "r23"], [str(CS_ACC), str(recv)])
+            _row_pass(a, [combine], ["r22", "r23"], [str(CS_ACC), str(recv)])
             a(f"li r22, {recv}", "rel [r22], r26")
         a.place(nxt)
     a.place(finished)

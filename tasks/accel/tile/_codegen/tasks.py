@@ -103,6 +103,13 @@ def attention(title: str, heads: bool) -> Callable[[], Programs]:
     return _both(title, emit)
 
 
+def gemv_t(a: Asm, expert: bool) -> None:
+    """The transposed GEMV x @ w, w (K, N): a column reduction of w's rows weighted by x."""
+    a.equ("ROWS", "K")
+    a.equ("COLS", "N")
+    k.colsum_stage(a, expert, "gemvt")
+
+
 TASKS: dict[str, Callable[[], Programs]] = {
     "relu": rows("ReLU", "relu"),
     "silu": rows("SiLU", "silu"),
@@ -112,6 +119,8 @@ TASKS: dict[str, Callable[[], Programs]] = {
     "rmsnorm": rows("RMSNorm", "rmsnorm", params=1),
     "swiglu": rows("SwiGLU gate", "swiglu", inputs=2),
     "colsum": _both("column sums", k.colsum_stage),
+    "colmax": _both("column maxima", lambda a, expert: k.colsum_stage(a, expert, "max")),
+    "gemv_t": _both("transposed GEMV", lambda a, expert: gemv_t(a, expert)),
     "gemv": _both("GEMV", k.gemv_stage),
     "gemm": matmul("GEMM"),
     "linear": matmul("linear layer", bias=True),

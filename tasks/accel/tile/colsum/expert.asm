@@ -4,16 +4,17 @@
 .equ RPT, cdiv(ROWS, GRID_ROWS * GRID_COLS)
     li r26, COLS
     li r22, 0
+    fli f9, 0.0
     divi r21, r26, VLEN
     remi r20, r26, VLEN
     setvli VLEN
     loop r21
-        vbcast [r22], f0
+        vbcast [r22], f9
         addi r22, r22, VLEN
     endloop
     beq r20, r0, tail_2
     setvl r20
-    vbcast [r22], f0
+    vbcast [r22], f9
 tail_2:
     li r5, COLS
     li r6, COLS * itemsize
@@ -50,6 +51,8 @@ no_prefetch_6:
     sub r18, r11, r18
     mini r18, r18, R_BLOCK
     li r24, 1024
+    muli r25, r30, R_BLOCK
+    addi r25, r25, 13312
     loop r18
     li r22, 0
     mov r23, r24
@@ -84,6 +87,8 @@ no_prefetch_8:
     sub r18, r11, r18
     mini r18, r18, R_BLOCK
     li r24, 4096
+    muli r25, r30, R_BLOCK
+    addi r25, r25, 13312
     loop r18
     li r22, 0
     mov r23, r24
