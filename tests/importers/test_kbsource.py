@@ -115,15 +115,20 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
         "        self.width, self.stride = width, stride\n"
         "        self.in_channels = 16\n"
         "        self.stride_size = 16\n"
+        "        num_features = 24\n"
+        "        self.features = num_features\n"
         "batch_size = 2\n"
         "def get_inputs():\n    return [torch.rand(batch_size, 3, 8, 8)]\n"
-        "def get_init_inputs():\n    return []\n"
+        "def get_init_inputs():\n    return [12]\n"
     )
     source = parse_problem(text, "p.py")
     # The conv's 16 output channels, the norm's and the linear layer's 16 * 4 * 4 are one
     # constant; kernel, stride, padding, the group count and small literals stay as written.
-    assert source.hoisted == ["size_16", "size_10", "size_8"]
-    assert source.constants == {"size_16": 16, "size_10": 10, "size_8": 8, "batch_size": 2}
+    # So are a local width named as one, and the constructor arguments get_init_inputs returns.
+    assert source.hoisted == ["size_16", "size_10", "size_24", "size_8", "size_12"]
+    assert source.constants == {
+        "size_16": 16, "size_10": 10, "size_24": 24, "size_8": 8, "size_12": 12, "batch_size": 2
+    }  # fmt: skip
     model_class, get_inputs, _ = _run(text, size_16=8)
     model = model_class()
     assert model.conv.out_channels == 8 and model.fc.in_features == 8 * 4 * 4

@@ -188,18 +188,39 @@ class _SizeLiterals(ast.NodeTransformer):
     def __init__(self, taken: set[str], own: set[str]) -> None:
         self.taken = taken
         self.own = own
+        self.depth = 0
+        """How many functions deep the visit is."""
         self.constants: dict[str, int] = {}
         self.names: dict[int, str] = {}
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:  # noqa: N802 - ast's naming
+        """Sizes in a function, and the literals `get_init_inputs` returns.
+
+        Constructor arguments are sizes (DenseNet's `return [32, num_classes]`).
+        """
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        if node.name == "get_init_inputs":
+            for returned in ast.walk(node):
+                if isinstance(returned, ast.Return) and isinstance(
+                    returned.value, ast.List | ast.Tuple
+                ):
+                    returned.value.elts = [self.sized(e) for e in returned.value.elts]
+        return node
+
     def visit_Assign(self, node: ast.Assign) -> ast.AST:  # noqa: N802 - ast's visitor naming
-        """`self.in_channels = 64` (ResNet's running width): a size named as one is a size."""
+        """A size named as one, in a function: `self.in_channels = 64`, `num_features = 64`.
+
+        Module constants are handled apart (`parse_problem`).
+        """
         self.generic_visit(node)
         target = node.targets[0] if len(node.targets) == 1 else None
-        if (
-            isinstance(target, ast.Attribute)
-            and SIZE_NAME.search(target.attr.lower())
-            and not STRUCTURAL.search(target.attr.lower())
-        ):
+        name = (
+            target.attr if isinstance(target, ast.Attribute)
+            else target.id if isinstance(target, ast.Name) and self.depth else ""
+        )  # fmt: skip
+        if name and SIZE_NAME.search(name.lower()) and not STRUCTURAL.search(name.lower()):
             node.value = self.sized(node.value)
         return node
 
