@@ -34,34 +34,56 @@ from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.judge.verdict import Verdict
 
-PHASES = ("build", "imports", "reference", "correctness", "timing")
+PHASES = (
+    "build",
+    "spawn",
+    "imports",
+    "reference",
+    "startup",
+    "correctness",
+    "timing",
+    "exit",
+    "teardown",
+)
+#: Parts of `correctness`: the configs' first calls (compiling, loading kernels) and the
+#: judge's own comparisons.
+PARTS = ("first_trial", "compare")
 
 
 def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     phases = {
-        name: statistics.median(v.phases_s.get(name, 0.0) for v in verdicts) for name in PHASES
+        name: statistics.median(v.phases_s.get(name, 0.0) for v in verdicts)
+        for name in PHASES + PARTS
     }
     statuses = ",".join(sorted({v.status for v in verdicts}))
-    cells = " | ".join(f"{phases[name]:.2f}" for name in PHASES)
+    cells = " | ".join(f"{phases[name]:.2f}" for name in PHASES + PARTS)
     return f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {statuses} |"
 
 
 def bench_task(
-    task_id: str, device: str, repeats: int, seed: int, time_cap_s: float
+    task_id: str,
+    device: str,
+    repeats: int,
+    seed: int,
+    time_cap_s: float,
+    cold: bool = True,
+    spares: int = 2,
 ) -> tuple[list[str], float]:
     """Table rows for one task, and the warm full-protocol seconds per candidate."""
     task = suites.load_by_id(task_id)
     expert = task.root / "expert"
-    started = time.monotonic()
-    cold = judge(
-        task, expert, device=device, seed=seed, compile_reference=False, time_cap_s=time_cap_s
-    )
-    rows = [_row(f"{task_id} cold", [time.monotonic() - started], [cold])]
+    rows = []
+    if cold:
+        started = time.monotonic()
+        verdict = judge(
+            task, expert, device=device, seed=seed, compile_reference=False, time_cap_s=time_cap_s
+        )
+        rows.append(_row(f"{task_id} cold", [time.monotonic() - started], [verdict]))
     warm_walls: list[float] = []
     warm: list[Verdict] = []
     feedback_walls: list[float] = []
     feedback: list[Verdict] = []
-    with Judge(device=device, time_cap_s=time_cap_s) as service:
+    with Judge(device=device, time_cap_s=time_cap_s, spare_workers=spares) as service:
         service.warm(device, wait_s=120)
         for k in range(repeats):
             started = time.monotonic()
@@ -109,6 +131,15 @@ def main() -> int:
         "--time-cap", type=float, default=DEFAULT_TIME_CAP_S, help="timing seconds per config"
     )
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--no-cold", action="store_true", help="skip the cold judgment (builds must be cached)"
+    )
+    parser.add_argument(
+        "--spares",
+        type=int,
+        default=2,
+        help="spare workers per role (back-to-back judgments outrun one spare's imports)",
+    )
     parser.add_argument("--kernelbench-eval", type=Path)
     parser.add_argument("--kernelbench-case", nargs=2, type=Path, metavar=("PROBLEM", "KERNEL"))
     args = parser.parse_args()
@@ -121,14 +152,20 @@ def main() -> int:
         f"Judge cost per candidate on {args.device}, {time.strftime('%Y-%m-%d')}, seconds "
         "(medians; phases from the verdicts' `phases_s`)",
         "",
-        "| judgment | n | wall | " + " | ".join(PHASES) + " | verdicts |",
-        "| --- | ---: | ---: | " + " | ".join("---:" for _ in PHASES) + " | --- |",
+        "| judgment | n | wall | " + " | ".join(PHASES + PARTS) + " | verdicts |",
+        "| --- | ---: | ---: | " + " | ".join("---:" for _ in PHASES + PARTS) + " | --- |",
     ]
     rows: list[str] = []
     warm_seconds: list[float] = []
     for task_id in task_ids:
         task_rows, seconds = bench_task(
-            task_id, args.device, args.repeats, args.seed, args.time_cap
+            task_id,
+            args.device,
+            args.repeats,
+            args.seed,
+            args.time_cap,
+            cold=not args.no_cold,
+            spares=args.spares,
         )
         rows += task_rows
         warm_seconds.append(seconds)

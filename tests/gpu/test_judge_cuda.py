@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet.judge import judge
+from gauntlet import confine, settings
+from gauntlet.judge import judge, kernel_cache
 from tests.support.fixtures import SCALE_ADD
 
 CORPUS = Path(__file__).parents[1] / "judge" / "corpus"
@@ -40,3 +41,22 @@ def test_gpu_verdict_equals_cpu_verdict(case: str, tmp_path: Path) -> None:
     on_cpu = judge(task, tmp_path, device="cpu", seed=5)
     on_gpu = judge(task, tmp_path, device="cuda:0", seed=5)
     assert on_gpu.status == on_cpu.status, (on_cpu.reason, on_gpu.reason)
+
+
+def test_a_submissions_compiled_kernels_are_kept_for_its_next_judgment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if confine.available() is not None:
+        pytest.skip(f"unconfined candidates use the shared cache: {confine.available()}")
+    monkeypatch.setattr(settings, "CACHE_DIR", tmp_path / "cache")
+    task = SCALE_ADD()
+    expert = task.root / "expert"
+    first = judge(task, expert, device="cuda:0", seed=3, mode="feedback")
+    assert first.status == "pass", first.reason
+    files = {name: (expert / name).read_bytes() for name in task.spec.submission.files}
+    kept = kernel_cache.root() / kernel_cache.key(task.task_id, files)
+    assert list(kept.glob("*/*")), "nothing kept of what the candidate compiled"
+    second = judge(task, expert, device="cuda:0", seed=4, mode="feedback")
+    assert second.status == "pass", second.reason
+    # Loading kept kernels is quicker than compiling them (about 1 s for this kernel).
+    assert second.phases_s["first_trial"] < first.phases_s["first_trial"]

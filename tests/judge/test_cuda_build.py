@@ -22,7 +22,7 @@ import pytest
 
 from gauntlet import process, settings
 from gauntlet.errors import ConfigError
-from gauntlet.judge import cuda_build, guards, judge
+from gauntlet.judge import cuda_build, guards, judge, protocol, python_backend
 from gauntlet.judge.backend import Submission
 from gauntlet.judge.cuda_build import (
     MANIFEST_NAME,
@@ -38,6 +38,7 @@ from gauntlet.judge.cuda_build import (
     unit_key,
 )
 from gauntlet.judge.pipeline import prebuild
+from gauntlet.judge.service import Judge
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
 
@@ -321,6 +322,16 @@ def test_build_writes_the_run_manifest(tmp_path: Path, cache: Path) -> None:
     assert manifest.arch_list == "9.0" and manifest.uses_cupy
     assert manifest.task_root == str(task.root.resolve())
     assert [u.role for u in manifest.units] == ["submission"]
+    # A spare's slot holds copies of the task code and the submission: the manifest follows.
+    slot = tmp_path / "slot"
+    (slot / "task").mkdir(parents=True)
+    cuda_build.relocate_manifest(
+        folder, task_root=slot / "task", submission_file=slot / "submission" / "kernel.py"
+    )
+    moved = RunManifest.model_validate_json((folder / MANIFEST_NAME).read_text())
+    assert moved.task_root == str((slot / "task").resolve())
+    assert moved.submission_file == str(slot / "submission" / "kernel.py")
+    assert moved.units == manifest.units and moved.arch_list == manifest.arch_list
 
 
 def test_a_hanging_build_is_a_timeout_and_is_not_cached(tmp_path: Path, cache: Path) -> None:
@@ -697,6 +708,27 @@ def test_gpu_kernelbench_model_new_passes(gpu_cache: Path, tmp_path: Path) -> No
     verdict = judge(task, tmp_path, device="cuda:0", seed=3, mode="feedback")
     assert verdict.status == "pass", verdict.reason
     assert "not built ahead" not in verdict.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_a_warm_judge_starts_no_cuda_candidate_cold(
+    gpu_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The prebuilt units' manifest is pointed at the slot's copies, so a spare serves it.
+    cold: list[str] = []
+    start = python_backend._Worker.start.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, request: protocol.WorkerRequest, *args: object) -> object:
+        cold.append(request.role)
+        return start(cls, request, *args)
+
+    monkeypatch.setattr(python_backend._Worker, "start", classmethod(counted))
+    with Judge(device="cuda:0", workdir=tmp_path / "spares") as warm:
+        warm.warm("cuda:0", wait_s=120)
+        verdict = warm.eval(cuda_task(), TASK_DIR / "expert", seed=17, mode="feedback")
+    assert verdict.status == "pass", verdict.reason
+    assert "not built ahead" not in verdict.stderr
+    assert "candidate" not in cold
 
 
 @pytest.mark.gpu

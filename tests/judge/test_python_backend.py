@@ -6,10 +6,10 @@ import os
 import time
 from pathlib import Path
 
-from gauntlet.judge import protocol
+from gauntlet.judge import judge, protocol
 from gauntlet.judge.python_backend import _Evaluation, _Worker
 from gauntlet.task import load_task
-from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request, eval_request
+from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request, eval_request, with_spec
 
 
 def _reference_worker(tmp_path: Path) -> _Worker:
@@ -48,3 +48,20 @@ def test_both_workers_of_a_cuda_task_load_the_prebuilt_units(tmp_path: Path) -> 
     for role in ("reference", "candidate"):
         assert evaluation._request(role, evaluation.states).prebuilt == str(tmp_path)
     assert evaluation._request("reference", evaluation.states).submission is None
+
+
+def test_the_memory_limit_is_what_the_work_may_add_past_the_imports(tmp_path: Path) -> None:
+    task = with_spec(SCALE_ADD(), memory_limit_mb=512)
+    # PyTorch's import alone maps more than 512 MB: the limit counts from after it.
+    fits = judge(task, task.root / "expert", device="cpu", seed=1, mode="feedback")
+    assert fits.status == "pass", fits.reason
+    text = (task.root / "expert" / "kernel.py").read_text()
+    greedy = text.replace(
+        "    out = torch.empty_like(x)\n",
+        "    out = torch.empty_like(x)\n    torch.empty(1 << 30, dtype=torch.float32)  # 4 GiB\n",
+    )
+    assert greedy != text
+    (tmp_path / "kernel.py").write_text(greedy)
+    verdict = judge(task, tmp_path, device="cpu", seed=1, mode="feedback")
+    assert verdict.status == "crash", verdict.reason
+    assert "memory" in (verdict.reason + verdict.stderr).lower()

@@ -671,6 +671,22 @@ def prepare_run(submission_dir: Path) -> None:
 # -- The orchestrator's side ----------------------------------------------------------------
 
 
+def relocate_manifest(folder: Path, *, task_root: Path, submission_file: Path) -> None:
+    """Point the run manifest in `folder` at copies of the task's code and submission's file.
+
+    A spare worker (`spares.py`) sees the task files and the built submission as copies in its
+    slot; the prebuilt units stay in the shared build cache, which it sees read-only.
+    """
+    path = folder / MANIFEST_NAME
+    if not path.is_file():
+        return
+    manifest = RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    moved = manifest.model_copy(
+        update={"task_root": str(task_root.resolve()), "submission_file": str(submission_file)}
+    )
+    path.write_text(moved.model_dump_json(), encoding="utf-8")
+
+
 def _cache_root() -> Path:
     return settings.CACHE_DIR / "cuda"
 

@@ -36,9 +36,11 @@ from gauntlet.errors import JudgeError
 from gauntlet.judge import (
     attribution,
     correctness,
+    cuda_build,
     devicelock,
     footprint,
     guards,
+    kernel_cache,
     protocol,
     spares,
     workers,
@@ -440,14 +442,10 @@ class _Evaluation:
         )
 
     def _worker(self, role: spares.Role, request: protocol.WorkerRequest) -> _Worker:
-        """A started worker for `role`: a spare of the open `Judge` service, else a new one.
-
-        A CUDA submission's prebuilt units are read where the build left them (their manifest
-        names the task's folder), so its candidate always starts cold.
-        """
+        """A started worker for `role`: a spare of the open `Judge` service, else a new one."""
         pool = spares.active()
         spare = None
-        if pool is not None and not (role == "candidate" and request.prebuilt is not None):
+        if pool is not None:
             spare = pool.take(role, self.request.device, self.task.root)
         if spare is None:
             confinement = self._confinement() if role == "candidate" else None
@@ -469,9 +467,20 @@ class _Evaluation:
         assert artifact is not None and request.submission is not None
         shutil.copytree(artifact, spare.submission_dir, dirs_exist_ok=True)
         self.shown_paths = (str(spare.submission_dir), str(spare.task_dir))
+        prebuilt = request.prebuilt
+        if prebuilt is not None:
+            # The build's manifest names the task's folder (whose code only the baseline's
+            # unit serves) and the submission's file; in the slot both are copies.
+            cuda_build.relocate_manifest(
+                spare.submission_dir,
+                task_root=spare.task_dir,
+                submission_file=spare.submission_dir / request.submission.file,
+            )
+            prebuilt = str(spare.submission_dir)
         return request.model_copy(
             update={
                 "task_root": str(spare.task_dir),
+                "prebuilt": prebuilt,
                 "submission": request.submission.model_copy(
                     update={"dir": str(spare.submission_dir)}
                 ),
@@ -494,6 +503,8 @@ class _Evaluation:
         missing = [s for s in self.states if not self._load_cached([s], keys)]
         self._missing = missing
         reference = None
+        evaluation: Evaluation | None = None
+        spawning = time.monotonic()
         try:
             if missing:
                 reference = self._worker("reference", self._request("reference", missing))
@@ -502,6 +513,7 @@ class _Evaluation:
             raise JudgeError(
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
             ) from err
+        kernels = self._kept_kernels(candidate)
         try:
             # The workers import PyTorch (seconds) while another judgment may hold the GPU; they
             # touch it only once told to start, with the device held.
@@ -509,7 +521,10 @@ class _Evaluation:
             for worker in (reference, candidate):
                 if worker is not None:
                     worker.await_ready(started + STARTUP_S)
-            phases: dict[str, float] = {"imports": time.monotonic() - started}
+            phases: dict[str, float] = {
+                "spawn": started - spawning,
+                "imports": time.monotonic() - started,
+            }
             with _device_held(self.request.device) as waited:
                 # Under `--parallel` most of a GPU judgment's wall time can be this wait.
                 if waited is not None:
@@ -533,10 +548,38 @@ class _Evaluation:
             evaluation.environment["containment"] = self.containment
             return evaluation
         finally:
+            closing = time.monotonic()
             if reference is not None:
                 reference.close()
+            if kernels is not None:
+                candidate.finish()
+                try:
+                    kernel_cache.harvest(
+                        kernels, workers.private_triton_cache(candidate.handle.home)
+                    )
+                except OSError as err:
+                    logger.warning("the candidate's compiled kernels were not kept: %s", err)
             candidate.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if evaluation is not None:
+                # Workers' exits (a GPU process releases its memory) and their folders.
+                evaluation.phases_s["teardown"] = time.monotonic() - closing
+
+    def _kept_kernels(self, candidate: _Worker) -> str | None:
+        """Seed the candidate's private Triton cache from its files' earlier judgments.
+
+        Returns the key to keep what it compiles under (`kernel_cache.py`), or None where it
+        has no private cache (the CPU's interpreter compiles nothing; an unconfined worker
+        uses the shared cache).
+        """
+        artifact = self.request.build.artifact
+        if not (self.request.device.startswith("cuda") and candidate.handle.confined):
+            return None
+        assert artifact is not None
+        files = {name: (artifact / name).read_bytes() for name in self.task.spec.submission.files}
+        entry = kernel_cache.key(self.task.task_id, files)
+        kernel_cache.seed(entry, workers.private_triton_cache(candidate.handle.home))
+        return entry
 
     @staticmethod
     def _load_cached(states: list[_ConfigState], keys: dict[str, str]) -> bool:
@@ -758,6 +801,7 @@ class _CandidateSession:
         except _Ended as ended:
             failure = (ended.status, ended.reason)
         finished = self.worker.finish()
+        self.phase("exit")
         if self.current is not None and failure is not None:
             self.results[self.current.config.name] = self.current.result(failure=failure[1])
         self.result.results = [
@@ -849,7 +893,15 @@ class _CandidateSession:
                 raise _Breach(f"expected the start of config {name}, got {start.config!r}")
             self.current = check = _ConfigCheck(self.task, state, self.ev.request.device)
             for index in range(len(state.trials)):
+                waiting = time.monotonic()
                 event, tensors = self._next(timeout, f"config {state.config.label()}")
+                if index == 0:
+                    # A config's first call pays for compiling and loading its kernels: the
+                    # split that says whether a slow judgment was compiling or checking.
+                    phases = self.result.phases_s
+                    phases["first_trial"] = phases.get("first_trial", 0.0) + (
+                        time.monotonic() - waiting
+                    )
                 trial = self._expect(event, protocol.CandidateTrial, f"trial {index} of {name}")
                 if trial.config != name or trial.trial != index:
                     raise _Breach(

@@ -6,11 +6,13 @@ a submission plant a kernel under the key of the baseline's kernel (a slow one),
 judgment would load and time. So a candidate's worker reads from the judge's shared cache, which
 only trusted processes write (the reference worker compiles the baseline's kernels there) and
 which its confinement shows read-only, and writes what it compiles to its own folder
-(`TRITON_CACHE_DIR`), gone with the judgment. Selected by `TRITON_CACHE_MANAGER`.
+(`TRITON_CACHE_DIR`), gone with the judgment, except that the judge keeps it for the next
+judgment of the same files (`kernel_cache.py`). Selected by `TRITON_CACHE_MANAGER`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from triton.runtime.cache import FileCacheManager
@@ -47,5 +49,29 @@ class TrustedFirstCache(FileCacheManager):  # type: ignore[misc]
             group: dict[str, str] | None = self.trusted.get_group(filename)
             if group is not None:
                 return group
-        result: dict[str, str] | None = super().get_group(filename)
-        return result
+        return self._private_group(filename)
+
+    def _private_group(self, filename: str) -> dict[str, str] | None:
+        """A group of the private cache, its files looked for beside it.
+
+        Triton records a group's files by absolute path; the judge copies a submission's kept
+        kernels (`kernel_cache.py`) from an earlier judgment's folder into this one, so the
+        recorded folder is gone and the files lie here.
+        """
+        name = f"__grp__{filename}"
+        if not self.has_file(name):
+            return None
+        try:
+            with open(self._make_path(name)) as handle:
+                children = json.load(handle).get("child_paths")
+        except (OSError, ValueError, AttributeError):
+            return None  # a broken entry: compiled again
+        if not isinstance(children, dict):
+            return None
+        found = {}
+        for child, path in children.items():
+            here = os.path.join(self.cache_dir, os.path.basename(str(path)))
+            if not os.path.exists(here):
+                return None
+            found[str(child)] = here
+        return found

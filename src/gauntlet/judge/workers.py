@@ -37,6 +37,11 @@ def shared_triton_cache() -> Path:
     return Path(os.environ.get("TRITON_CACHE_DIR") or settings.CACHE_DIR / "triton")
 
 
+def private_triton_cache(home: Path) -> Path:
+    """A candidate worker's own Triton cache, in its writable folder `home`."""
+    return home / "triton-cache"
+
+
 def worker_env(tmp: Path, device: str = "cpu", *, private_cache: bool = False) -> dict[str, str]:
     """The scrubbed environment of a worker: a short allowlist, private HOME and TMPDIR.
 
@@ -62,9 +67,9 @@ def worker_env(tmp: Path, device: str = "cpu", *, private_cache: bool = False) -
     # the cache between candidates on a GPU makes warm builds without letting one submission
     # reach another's kernels. The interpreter (CPU) compiles nothing.
     if device == "cpu":
-        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+        env["TRITON_CACHE_DIR"] = str(private_triton_cache(tmp))
     elif private_cache:
-        env["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+        env["TRITON_CACHE_DIR"] = str(private_triton_cache(tmp))
         env["TRITON_CACHE_MANAGER"] = "gauntlet.judge.triton_cache:TrustedFirstCache"
         env[settings.TRITON_TRUSTED_CACHE_ENV] = str(shared_triton_cache())
     else:
@@ -158,6 +163,8 @@ class WorkerHandle:
             os.close(request_r)
             os.close(result_w)
         self.confined = confined is not None
+        self.home = cwd
+        """The worker's own folder (its HOME and TMPDIR)."""
         self.command_fd = request_w
         self.result_fd = result_r
         self.reader = FrameReader(result_r)
