@@ -16,6 +16,7 @@ from gauntlet.errors import ConfigError, JudgeError, TaskFormatError
 from gauntlet.judge.service import Judge
 from gauntlet.judge.verdict import Verdict
 from gauntlet.knobs import apply
+from gauntlet.report.attempts import attempt_view
 from gauntlet.runner import RunConfig, start_run
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import TASKS
@@ -259,9 +260,16 @@ def test_bad_options_are_errors(argument: str) -> None:
         make_agent(f"autotune:{argument}")
 
 
-def test_a_run_records_the_autotune_attempt(tmp_path: Path) -> None:
+def test_a_run_records_the_autotune_attempt_and_its_report_shows_the_search(
+    tmp_path: Path,
+) -> None:
     config = RunConfig(pattern=RELU, agents=["autotune:calls=2"], seed=1)
-    record = start_run(config, tmp_path / "run").attempts()[0]
+    store = start_run(config, tmp_path / "run")
+    record = store.attempts()[0]
     assert record.agent == "autotune:calls=2" and record.status == "pass"
     assert record.usage.turns == 2 and record.verdict is not None
     assert record.verdict.speedup is not None and record.verdict.speedup > 1.0
+    rows = attempt_view(store, record).search
+    assert [(r.generation, r.judge_calls, r.correct) for r in rows] == [(0, 1, 1), (1, 2, 1)]
+    assert rows[0].best_speedup is not None and rows[1].best_speedup is not None
+    assert rows[0].best_speedup <= rows[1].best_speedup

@@ -27,10 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gauntlet.agents.autotune_search import KnobSpace, Point, Search, SearchKind
 from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent
+from gauntlet.agents.evolve_log import GenerationRow
 from gauntlet.agents.options import number, parse_options
 from gauntlet.errors import JudgeError
 from gauntlet.judge.service import Judge
@@ -51,6 +52,8 @@ OPTIONS = {
 _RESERVE_S = 5.0
 #: Characters of a failed point's reason kept in the transcript.
 _REASON_CHARS = 400
+#: Bytes of a transcript read for the report's progress table.
+_PROGRESS_BYTES = 4_000_000
 
 
 class AutotuneTrial(BaseModel):
@@ -202,6 +205,41 @@ class AutotuneAgent:
             message=message,
             transcript=ctx.transcript,
         )
+
+
+def progress_rows(attempt_dir: Path) -> list[GenerationRow]:
+    """The search's progress for the report: one row per judged point (a generation of one).
+
+    Read from the attempt's transcript (never through a link, at most `_PROGRESS_BYTES`); a
+    line that is not an autotune trial is skipped.
+    """
+    path = attempt_dir / "transcript.jsonl"
+    if not path.is_file() or path.is_symlink():
+        return []
+    with path.open("rb") as handle:
+        text = handle.read(_PROGRESS_BYTES).decode("utf-8", errors="replace")
+    rows: list[GenerationRow] = []
+    best: float | None = None
+    for line in text.splitlines():
+        try:
+            trial = AutotuneTrial.model_validate_json(line)
+        except ValidationError:
+            continue
+        if trial.speedup is not None:
+            best = trial.speedup if best is None else max(best, trial.speedup)
+        rows.append(
+            GenerationRow(
+                generation=trial.index,
+                candidates=1,
+                judged=1,
+                correct=int(trial.status == "pass"),
+                best_speedup=best,
+                judge_calls=trial.index + 1,
+                tokens=0,
+                cost_usd=0.0,
+            )
+        )
+    return rows
 
 
 def _base_files(task: Task, tuning: AutotuneSpec, workspace: Path) -> dict[str, str]:

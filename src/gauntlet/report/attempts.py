@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from gauntlet.agents.autotune import progress_rows
 from gauntlet.agents.evolve_log import GenerationRow, generation_rows
 from gauntlet.store import AttemptRecord, RunStore
 
@@ -57,7 +58,16 @@ class AttemptView:
     other_files: list[tuple[str, int]] = field(default_factory=list)
     """Other files of the attempt folder (judge log, profiles): name and size."""
     search: list[GenerationRow] = field(default_factory=list)
-    """A search agent's progress per generation (`evolve`); empty for other agents."""
+    """A search agent's progress per generation (`evolve`; `autotune`: one row per judged
+    point); empty for other agents."""
+
+
+def _search_rows(record: AttemptRecord, folder: Path) -> list[GenerationRow]:
+    if not folder.is_dir():
+        return []
+    if record.agent.partition(":")[0] == "autotune":
+        return progress_rows(folder)
+    return generation_rows(folder)
 
 
 def _read_capped(path: Path, limit_bytes: int) -> tuple[bytes, int]:
@@ -160,5 +170,5 @@ def attempt_view(store: RunStore, record: AttemptRecord) -> AttemptView:
         submission=submission,
         transcripts=transcripts,
         other_files=others,
-        search=generation_rows(folder) if folder.is_dir() else [],
+        search=_search_rows(record, folder),
     )
