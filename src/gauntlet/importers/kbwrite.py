@@ -327,6 +327,15 @@ def task_toml(plan: TaskPlan) -> str:
             if plan.backward
             else ""
         )
+        + (
+            f"Submit KernelBench's own format: {MODELNEW_FILE} defining class ModelNew with "
+            "Model's constructor and the same parameter and buffer names and shapes; it is built "
+            "per config with the init inputs, its state loaded with "
+            "load_state_dict(strict=True), and forward called with each trial's weights "
+            "swapped in (template.py). "
+            if plan.contract == "modelnew"
+            else ""
+        )
         + "Unseen configurations will be tested"
         + (f" ({sizes}; dtypes {', '.join(analysis.dtypes)})" if sizes else "")
         + ", so do not specialise on the ones you are shown."
