@@ -172,3 +172,12 @@ def test_gpu_draws_happen_on_the_gpu_reproducibly(distribution: str) -> None:
     assert torch.equal(a, again[0]) and torch.equal(b, again[1])
     if distribution != "ones":
         assert not torch.equal(b, draw(12)[1])
+
+
+@pytest.mark.gpu
+def test_gpu_draws_inside_a_device_context() -> None:
+    # KernelBench's `get_inputs` runs under `with torch.device(...)` when imported.
+    outside = taskkit.draw(SHAPE, "float32", "normal", taskkit.generator(5), "cuda")
+    with torch.device("cuda"):
+        inside = taskkit.draw(SHAPE, "float32", "normal", taskkit.generator(5), "cuda")
+    assert torch.equal(outside, inside)

@@ -200,7 +200,9 @@ def _generator_on(device: str | torch.device, gen: torch.Generator) -> torch.Gen
     target = torch.device(device)
     if target.type == "cpu":
         return gen
-    seed = int(torch.randint(0, 1 << 62, (), generator=gen))
+    # On the generator's device, named: a `torch.device` context (a KernelBench problem's
+    # `get_inputs` runs in one) would otherwise put the draw on the GPU.
+    seed = int(torch.randint(0, 1 << 62, (), generator=gen, device=gen.device))
     return torch.Generator(device=target).manual_seed(seed)
 
 
