@@ -120,6 +120,8 @@ class TileMachine(Machine):
         "col",
         "posts",
         "incoming",
+        "span_lo",
+        "span_hi",
         "held",
         "released",
         "array_stalls",
@@ -142,6 +144,9 @@ class TileMachine(Machine):
         self.posts: list[deque[Post]] = [deque() for _ in range(semaphores)]
         self.incoming = 0
         """Sends delivered here that no wait has taken yet (they are in `pending`)."""
+        self.span_lo, self.span_hi = 0, 0
+        """Local words [span_lo, span_hi) cover every range of `pending`: an access outside
+        cannot conflict (widened by `add_pending`, narrowed when transfers retire)."""
         words = platform.space("lmem").words
         self.held = np.zeros(words, dtype=np.bool_)
         """Local words holding data a send delivered and this tile has not released (`rel`)."""
@@ -157,6 +162,8 @@ class TileMachine(Machine):
 
     def check_pending(self, sid: int, lo: int, hi: int, write: bool) -> None:
         """Fault if an access touches data a send delivers that no wait has taken yet."""
+        if hi <= self.span_lo or lo >= self.span_hi:
+            return
         if not self.incoming:
             # The hot path of double-buffered code: one pass, and the shared message only on a
             # conflict (the same test as Machine.check_pending, cheapest comparison first).
@@ -179,6 +186,26 @@ class TileMachine(Machine):
                     )
         super().check_pending(sid, lo, hi, write)
 
+    def add_pending(self, transfer: Transfer) -> None:
+        """Track a transfer until a wait retires it (the only way transfers are added)."""
+        self.pending.append(transfer)
+        for _, lo, hi, _ in transfer.ranges:
+            if self.span_lo >= self.span_hi:
+                self.span_lo, self.span_hi = lo, hi
+            else:
+                self.span_lo, self.span_hi = min(self.span_lo, lo), max(self.span_hi, hi)
+
+    def respan(self) -> None:
+        """Narrow the span to the transfers still pending."""
+        ranges = [(lo, hi) for t in self.pending for _, lo, hi, _ in t.ranges]
+        self.span_lo = min((lo for lo, _ in ranges), default=0)
+        self.span_hi = max((hi for _, hi in ranges), default=0)
+
+    def wait_dma(self, tag: int | None) -> None:
+        """As `Machine.wait_dma`, then narrow the span."""
+        super().wait_dma(tag)
+        self.respan()
+
     def slot(self) -> None:
         """Bound this tile's own outstanding transfers: at the limit, wait for the oldest."""
         own = [t for t in self.pending if t.tag >= 0]
@@ -190,6 +217,7 @@ class TileMachine(Machine):
             self.t = oldest.done
         oldest.retire()
         self.pending.remove(oldest)
+        self.respan()
 
     def take(self, semaphore: int, count: int) -> None:
         """Take `count` posts of a semaphore (`wait`); raises Blocked while too few arrived."""
@@ -210,6 +238,7 @@ class TileMachine(Machine):
             self.incoming -= len(taken)
             ids = {id(t) for t in taken}
             self.pending = deque(t for t in self.pending if id(t) not in ids)
+            self.respan()
             for transfer in taken:
                 transfer.retire()
                 for _, lo, hi, _ in transfer.ranges:

@@ -278,7 +278,7 @@ def _bind_dma(store: bool) -> Callable[[Machine, Decoded], Step]:
             if store:
                 view[...] = source
                 counters = m.hbm_mark(region, offset, rows, cols, hstride // region.itemsize)
-                m.pending.append(Transfer(tag, done, ranges, (counters, region)))
+                tm.add_pending(Transfer(tag, done, ranges, (counters, region)))
                 m.dma_bytes_written += moved
             else:
                 block = lmem.data[local:end].reshape(rows, sstride)
@@ -286,7 +286,7 @@ def _bind_dma(store: bool) -> Callable[[Machine, Decoded], Step]:
                 if cols < sstride:
                     block[:, cols:] = 0.0
                 m.mark_sram(lmem.sid, local, end - local)
-                m.pending.append(Transfer(tag, done, ranges, None))
+                tm.add_pending(Transfer(tag, done, ranges, None))
                 m.dma_bytes_read += moved
             m.t += 1
             return nxt
@@ -374,11 +374,11 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
         end = _finish(tm, unit, wanted, start, busy)
         if end > m.tag_done[tag]:
             m.tag_done[tag] = end
-        m.pending.append(Transfer(tag, end, ranges, None))
+        tm.add_pending(Transfer(tag, end, ranges, None))
         dest.sram["lmem"].data[dst : dst + n] = lmem.data[src : src + n]
         dest.mark_sram(lmem.sid, dst, n)
         incoming = Transfer(-1 - sem, end, ((lmem.sid, dst, dst + n, True),), None)
-        dest.pending.append(incoming)
+        dest.add_pending(incoming)
         dest.incoming += 1
         dest.posts[sem].append(Post(end + latency(len(path)), tm.tile, incoming))
         array.wake(dest.tile)
