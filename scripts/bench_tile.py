@@ -147,8 +147,9 @@ def write(
         f"{len(table)} tasks: **{overall:.2f}x**.",
         "",
         "Simulator speed on tile programs (baselines and experts on the task's H2 config, "
-        f"every tile's instructions counted, CPU time of `simulate`, best of {repeats}; the "
-        "machine's load average was 10 to 15 from other sessions, so these are floors):",
+        f"every tile's instructions counted, CPU time of `simulate`, best of {repeats}; load "
+        f"average {os.getloadavg()[0]:.1f} on the {cores} cores when written, from other "
+        "sessions, so these are floors):",
         "",
         "| program | instructions | CPU time | simulated instr/s |",
         "| --- | ---: | ---: | ---: |",
