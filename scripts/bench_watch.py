@@ -26,7 +26,7 @@ def main() -> int:
     started = time.perf_counter()
     from gauntlet.judge import worker
 
-    worker._import_trusted(kind)
+    worker._import_trusted(kind, ahead=True)
     imports = time.perf_counter() - started
     import torch
 

@@ -34,6 +34,17 @@ def test_closing_the_pool_leaves_no_process_and_no_slot(tmp_path: Path) -> None:
     assert not pool.root.exists()
 
 
+def test_only_a_candidate_spare_warms_its_watch_ahead(tmp_path: Path) -> None:
+    pool = _pool(tmp_path)
+    try:
+        for spare in pool._spares:
+            argv = psutil.Process(spare.handle.child.pid).cmdline()
+            # A confined spare's command line is confine's, with the worker's at its end.
+            assert (argv[-1] == "ahead") == (spare.role == "candidate"), argv
+    finally:
+        pool.close()
+
+
 def test_a_spare_that_died_waiting_is_not_given_out_and_is_replaced(tmp_path: Path) -> None:
     pool = _pool(tmp_path)
     try:

@@ -91,7 +91,7 @@ def start_spare(role: Role, device: str, root: Path) -> Spare:
             readonly.append(workers.shared_triton_cache())
         confined = workers.confinement(readonly, [slot / "tmp"], hidden=settings.TASKS_DIR, gpu=gpu)
     try:
-        handle = workers.python_worker(slot / "tmp", device, confined)
+        handle = workers.python_worker(slot / "tmp", device, confined, ahead=role == "candidate")
     except OSError:
         shutil.rmtree(slot, ignore_errors=True)
         raise

@@ -925,11 +925,15 @@ def _mapped_bytes() -> int:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _import_trusted(device: str) -> None:
+def _import_trusted(device: str, ahead: bool = False) -> None:
     """Import what every role relies on, before any request (and so any submission) arrives.
 
     Done first, so that a worker started ahead of its judgment (a spare, `spares.py`) has paid
     for its imports while it waits. The GPU is not touched: importing does not initialise CUDA.
+    `ahead` (a candidate spare): also enter the watch once, which imports TorchDynamo and
+    starts the profiler (seconds that a judgment would otherwise wait for in its first call). A
+    worker started for its judgment does not: the reference worker never needs it, and a cold
+    candidate pays it in its first call while the judge still reads the reference's results.
     """
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
@@ -940,23 +944,24 @@ def _import_trusted(device: str) -> None:
         import triton  # noqa: F401 - the trusted import comes before the submission's
     if device == "cuda":
         import torch.profiler  # noqa: F401 - trusted before the submission, like timing
-    # The watch's pieces, trusted before the submission like the rest. Its first entry imports
-    # TorchDynamo and starts the profiler (seconds), paid here rather than in the judgment.
+    # The watch's pieces, trusted before the submission like the rest.
     import torch.autograd.profiler  # noqa: F401
     import torch.utils._python_dispatch  # noqa: F401
 
-    with _Watch(frozenset()):
-        torch.zeros(1).add_(1)
+    if ahead:
+        with _Watch(frozenset()):
+            torch.zeros(1).add_(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE`; import, read the request, run the role."""
+    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE [ahead]`; import, read the request, run."""
     args = list(sys.argv[1:] if argv is None else argv)
     request_fd, result_fd, device = int(args[0]), int(args[1]), args[2]
+    ahead = args[3:4] == ["ahead"]
     # Nothing the submission starts may inherit either end of the judge's channel.
     os.set_inheritable(request_fd, False)
     os.set_inheritable(result_fd, False)
-    _import_trusted(device)
+    _import_trusted(device, ahead)
     commands = FrameReader(request_fd)
     request = protocol.parse_request(commands.read(None)[0])
     if request.device != device:

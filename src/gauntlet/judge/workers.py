@@ -199,10 +199,14 @@ class WorkerHandle:
                 pass
 
 
-def python_worker(tmp: Path, device: str, confined: confine.Confinement | None) -> WorkerHandle:
+def python_worker(
+    tmp: Path, device: str, confined: confine.Confinement | None, *, ahead: bool = False
+) -> WorkerHandle:
     """Start a judge worker (`gauntlet.judge.worker`) for `device`, waiting for its request.
 
-    It imports PyTorch and Triton first, and sets its memory limit from the request.
+    It imports PyTorch and Triton first, and sets its memory limit from the request. `ahead`
+    (a candidate spare, started before its judgment): it also pays for its watch's first
+    entry while it waits (`worker._import_trusted`).
 
     Raises:
         OSError: The process could not be started.
@@ -212,5 +216,5 @@ def python_worker(tmp: Path, device: str, confined: confine.Confinement | None) 
         env=worker_env(tmp, device, private_cache=confined is not None),
         cwd=tmp,
         confined=confined,
-        args=(device.split(":")[0],),
+        args=(device.split(":")[0], *(["ahead"] if ahead else [])),
     )
