@@ -72,7 +72,7 @@ def test_ray_gives_the_local_verdicts_on_an_accelerator_task(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("suite", ["smoke", "accel-rvv"])
 def test_ray_gives_the_local_verdicts_on_a_whole_suite(
     ray_address: str, tmp_path: Path, suite: str
