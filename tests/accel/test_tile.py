@@ -348,7 +348,7 @@ def test_step_limit_names_the_tile(tile: Platform) -> None:
     assert result.fault.message.startswith("tile ")
 
 
-def test_small_arrays_and_the_manual(run: Run) -> None:
+def test_a_smaller_array_runs_the_same_program(run: Run) -> None:
     small = get_platform("tile", {"grid_rows": 1, "grid_cols": 2})
     result = run(ROW_COPY, platform=small)
     assert result.fault is None
