@@ -11,7 +11,7 @@ RUN_STAMP := $(shell date -u +%Y%m%d-%H%M%S)
 RUN_OUT ?= runs/$(RUN_STAMP)
 PYTEST_ARGS ?=
 
-.PHONY: run test lint manual clean
+.PHONY: run test lint manual clean ray
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# The Ray engine (`gauntlet run --engine ray`) into .venv; `make test` installs it too (dev extra).
+ray: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[ray]"
 
 manual: $(VENV)/.installed
 	$(PY) -m gauntlet.accel --write
