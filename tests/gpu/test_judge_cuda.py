@@ -9,6 +9,7 @@ import pytest
 
 from gauntlet import confine, settings
 from gauntlet.judge import judge, kernel_cache
+from gauntlet.judge.pipeline import digest
 from tests.support.fixtures import SCALE_ADD
 
 CORPUS = Path(__file__).parents[1] / "judge" / "corpus"
@@ -58,8 +59,8 @@ def test_a_submissions_compiled_kernels_are_kept_for_its_next_judgment(
     expert = task.root / "expert"
     first = judge(task, expert, device="cuda:0", seed=3, mode="feedback")
     assert first.status == "pass", first.reason
-    files = {name: (expert / name).read_bytes() for name in task.spec.submission.files}
-    kept = kernel_cache.root() / kernel_cache.key(task.task_id, files)
+    files = {name: (expert / name).read_text() for name in task.spec.submission.files}
+    kept = kernel_cache.root() / kernel_cache.key(task.task_id, digest(files))
     assert list(kept.glob("*/*")), "nothing kept of what the candidate compiled"
     second = judge(task, expert, device="cuda:0", seed=4, mode="feedback")
     assert second.status == "pass", second.reason

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.judge.backend import BuildResult, EvalRequest
+from gauntlet.judge.pipeline import digest
 from gauntlet.task import Task, load_task
 
 TASKS = Path(__file__).parent / "tasks"
@@ -35,6 +36,13 @@ def eval_request(
         mode="final",
         timed=device.startswith("cuda"),
         workdir=workdir,
+        submission_digest=digest(
+            {
+                n: (artifact / n).read_text()
+                for n in task.spec.submission.files
+                if (artifact / n).is_file()
+            }
+        ),
     )
 
 

@@ -54,7 +54,15 @@ from gauntlet.agents.evolve_log import (
     SearchStarted,
 )
 from gauntlet.agents.evolve_prompts import Parent, parse_files, proposal_prompt, system_prompt
-from gauntlet.agents.llm import MAX_RETRIES, ChatClient, Completion, ModelAPIError, PriceTable
+from gauntlet.agents.llm import (
+    MAX_RETRIES,
+    ChatClient,
+    Completion,
+    ModelAPIError,
+    PriceTable,
+    agent_client,
+    check_reachable,
+)
 from gauntlet.agents.options import number, parse_options
 from gauntlet.agents.transcript import (
     AgentFinished,
@@ -177,15 +185,12 @@ class EvolveAgent:
             ConfigError: No model is named, no key is set for the default endpoint, or the
                 endpoint does not answer or refuses the key.
         """
-        problem = self._client(model).unreachable()
-        if problem is not None:
-            raise ConfigError(f"agent 'evolve' cannot reach its model: {problem}")
+        check_reachable("evolve", self._client(model))
 
     def _client(self, model: ModelSettings) -> ChatClient:
-        if not model.model:
-            raise ConfigError("the evolve agent needs a model: pass '--model NAME'")
-        return ChatClient(
-            model=model.model,
+        return agent_client(
+            "evolve",
+            model.model,
             base_url=model.base_url,
             temperature=model.temperature,
             max_retries=self.max_retries,

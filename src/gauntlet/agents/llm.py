@@ -344,3 +344,39 @@ def _error_text(err: Any) -> str:
 
 def _final(error: str, attempts: int) -> str:
     return error if attempts == 1 else f"{error} (gave up after {attempts} tries)"
+
+
+def agent_client(
+    agent: str,
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    temperature: float | None = None,
+    max_retries: int = MAX_RETRIES,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ChatClient:
+    """The client of an agent that works through a model (`--model`, `--base-url`).
+
+    Raises:
+        ConfigError: No model is named, or no API key is set for the default endpoint.
+    """
+    if not model:
+        raise ConfigError(f"the {agent} agent needs a model: pass '--model NAME'")
+    return ChatClient(
+        model=model,
+        base_url=base_url,
+        temperature=temperature,
+        max_retries=max_retries,
+        sleep=sleep,
+    )
+
+
+def check_reachable(agent: str, client: ChatClient) -> None:
+    """A run's pre-flight of an agent's model.
+
+    Raises:
+        ConfigError: The endpoint does not answer, or it refuses the key.
+    """
+    problem = client.unreachable()
+    if problem is not None:
+        raise ConfigError(f"agent '{agent}' cannot reach its model: {problem}")

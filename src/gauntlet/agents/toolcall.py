@@ -30,7 +30,15 @@ from gauntlet.agents.base import (
     Usage,
     agent,
 )
-from gauntlet.agents.llm import MAX_RETRIES, ChatClient, Completion, ModelAPIError, PriceTable
+from gauntlet.agents.llm import (
+    MAX_RETRIES,
+    ChatClient,
+    Completion,
+    ModelAPIError,
+    PriceTable,
+    agent_client,
+    check_reachable,
+)
 from gauntlet.agents.options import number, parse_options
 from gauntlet.agents.tools import Toolbox, ToolSpec
 from gauntlet.agents.transcript import (
@@ -119,15 +127,12 @@ class ToolCallAgent:
             ConfigError: No model is named, no API key is set for the default endpoint, the
                 endpoint does not answer, or it refuses the key.
         """
-        problem = self._client(model).unreachable()
-        if problem is not None:
-            raise ConfigError(f"agent 'toolcall' cannot reach its model: {problem}")
+        check_reachable("toolcall", self._client(model))
 
     def _client(self, model: ModelSettings) -> ChatClient:
-        if not model.model:
-            raise ConfigError("the toolcall agent needs a model: pass '--model NAME'")
-        return ChatClient(
-            model=model.model,
+        return agent_client(
+            "toolcall",
+            model.model,
             base_url=model.base_url,
             temperature=model.temperature,
             max_retries=self.max_retries,

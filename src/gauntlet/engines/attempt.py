@@ -21,7 +21,7 @@ import socket
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -221,16 +221,9 @@ def judge_stage(
                 status, reason = "judge_error", f"the judge failed: {err}"
         if result.status == "error" and verdict is not None and verdict.status == "no_submission":
             status, reason = "agent_error", f"the agent failed: {result.message}"
-    record = AttemptRecord(
-        run_id=spec.run_id,
-        attempt_id=spec.attempt_id,
-        task_id=task.task_id,
-        track=task.spec.track,
-        level=task.spec.level,
-        platform=task.spec.platform,
-        agent=spec.agent,
-        model=spec.model.model,
-        index=spec.index,
+    record = attempt_record(
+        task,
+        spec,
         status=status,
         reason=reason,
         verdict=verdict,
@@ -250,6 +243,22 @@ def judge_stage(
         ),
     )
     return AttemptOutcome(record=record, files=agent.files)
+
+
+def attempt_record(task: Task, spec: AttemptSpec, **outcome: Any) -> AttemptRecord:
+    """The record of an attempt of `task` as `spec` says, with its outcome's fields."""
+    return AttemptRecord(
+        run_id=spec.run_id,
+        attempt_id=spec.attempt_id,
+        task_id=task.task_id,
+        track=task.spec.track,
+        level=task.spec.level,
+        platform=task.spec.platform,
+        agent=spec.agent,
+        model=spec.model.model,
+        index=spec.index,
+        **outcome,
+    )
 
 
 def _run_agent(spec: AttemptSpec, ctx: AgentContext) -> AgentResult:

@@ -27,12 +27,13 @@ from gauntlet.engines.attempt import (
     AttemptSpec,
     JudgeSettings,
     agent_stage,
+    attempt_record,
     judge_stage,
 )
 from gauntlet.engines.bundle import TaskBundle, bundle_task, empty_archive, task_from_bundle
 from gauntlet.engines.executor import AttemptWork, Executor
 from gauntlet.errors import ConfigError
-from gauntlet.store import AttemptRecord, Placement, now
+from gauntlet.store import Placement, now
 
 logger = logging.getLogger(__name__)
 
@@ -212,16 +213,9 @@ def _lost(item: AttemptWork, err: Exception) -> AttemptOutcome:
     logger.error(
         "attempt %s lost its Ray worker %d times: %s", spec.attempt_id, RETRIES + 1, message
     )
-    record = AttemptRecord(
-        run_id=spec.run_id,
-        attempt_id=spec.attempt_id,
-        task_id=task.task_id,
-        track=task.spec.track,
-        level=task.spec.level,
-        platform=task.spec.platform,
-        agent=spec.agent,
-        model=spec.model.model,
-        index=spec.index,
+    record = attempt_record(
+        task,
+        spec,
         status="judge_error",
         reason=f"the Ray worker or node making this attempt died {RETRIES + 1} times "
         f"(the last: {message[:2000]}); redo it with 'gauntlet run --resume RUN --redo'",

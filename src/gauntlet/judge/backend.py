@@ -74,6 +74,8 @@ class EvalRequest:
     mode: Mode
     timed: bool
     workdir: Path
+    submission_digest: str
+    """`pipeline.digest` of the submission's files (what its kept compiled kernels are keyed by)."""
     time_cap_s: float = DEFAULT_TIME_CAP_S
     """Timing per config stops here even when the speedup's CI is still wider than 1%."""
     compile_reference: bool = True

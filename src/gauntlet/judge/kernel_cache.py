@@ -24,7 +24,6 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 from gauntlet import settings
@@ -43,12 +42,9 @@ def root() -> Path:
     return settings.CACHE_DIR / "submission-kernels"
 
 
-def key(task_id: str, files: Mapping[str, bytes]) -> str:
-    """The key of a task and a submission's exact files."""
-    digest = hashlib.sha256(task_id.encode())
-    for name in sorted(files):
-        digest.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    return digest.hexdigest()
+def key(task_id: str, submission_digest: str) -> str:
+    """The key of a task and a submission's exact files (`pipeline.digest` of them)."""
+    return hashlib.sha256(f"{task_id}\0{submission_digest}".encode()).hexdigest()
 
 
 def seed(entry: str, target: Path) -> int:

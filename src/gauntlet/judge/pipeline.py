@@ -215,6 +215,7 @@ def judge(
             mode=mode,
             timed=device_is_timed(device),
             workdir=work,
+            submission_digest=common["submission_digest"],
             time_cap_s=time_cap_s,
             compile_reference=compile_reference,
             is_baseline=submission.files == task.baseline_files(),

@@ -513,8 +513,9 @@ class _Evaluation:
             raise JudgeError(
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
             ) from err
-        kernels = self._kept_kernels(candidate)
+        kernels = None
         try:
+            kernels = self._kept_kernels(candidate)
             # The workers import PyTorch (seconds) while another judgment may hold the GPU; they
             # touch it only once told to start, with the device held.
             started = time.monotonic()
@@ -570,15 +571,15 @@ class _Evaluation:
 
         Returns the key to keep what it compiles under (`kernel_cache.py`), or None where it
         has no private cache (the CPU's interpreter compiles nothing; an unconfined worker
-        uses the shared cache).
+        uses the shared cache). A cache that cannot be read costs a compile, not the judgment.
         """
-        artifact = self.request.build.artifact
         if not (self.request.device.startswith("cuda") and candidate.handle.confined):
             return None
-        assert artifact is not None
-        files = {name: (artifact / name).read_bytes() for name in self.task.spec.submission.files}
-        entry = kernel_cache.key(self.task.task_id, files)
-        kernel_cache.seed(entry, workers.private_triton_cache(candidate.handle.home))
+        entry = kernel_cache.key(self.task.task_id, self.request.submission_digest)
+        try:
+            kernel_cache.seed(entry, workers.private_triton_cache(candidate.handle.home))
+        except OSError as err:
+            logger.warning("the kept compiled kernels were not copied: %s", err)
         return entry
 
     @staticmethod
@@ -896,8 +897,8 @@ class _CandidateSession:
                 waiting = time.monotonic()
                 event, tensors = self._next(timeout, f"config {state.config.label()}")
                 if index == 0:
-                    # A config's first call pays for compiling and loading its kernels: the
-                    # split that says whether a slow judgment was compiling or checking.
+                    # The wait for a config's first trial, where its kernels are compiled and
+                    # loaded (none where the worker ran ahead of the judge's reads).
                     phases = self.result.phases_s
                     phases["first_trial"] = phases.get("first_trial", 0.0) + (
                         time.monotonic() - waiting
