@@ -126,6 +126,8 @@ class Child:
         """
         if _stopping.is_set():
             raise Stopping(f"not starting '{argv[0]}': the run is stopping")
+        self.argv = tuple(argv)
+        """The command as started (/proc shows it only once the exec has finished)."""
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self._limit = output_limit
