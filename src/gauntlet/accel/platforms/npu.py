@@ -11,7 +11,6 @@ disassembler, the simulator and the manual are all derived from it.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,16 +18,15 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gauntlet.accel import control, semantics
+from gauntlet.accel import semantics
 from gauntlet.accel.assembler import Decoded
+from gauntlet.accel.families import Dialect, Table
 from gauntlet.accel.isa import (
     ISA,
     Enum,
-    FImm,
     Group,
     Imm,
     Instruction,
-    Label,
     Mem,
     Reg,
     RegisterFile,
@@ -130,24 +128,9 @@ def _register_files(p: NpuParams) -> dict[str, RegisterFile]:
 # -- semantics ---------------------------------------------------------------------------------
 # Data semantics receive the operands in field order: views of memory and array registers
 # (written in place), values of scalar registers read, immediates. A written scalar register is
-# the return value. Every result is rounded once to fp32: numpy's fp32 add/sub/mul/div/max/min
-# are IEEE; exp, rsqrt, fma and the matrix dot products are computed in float64 and rounded once.
-
-
-def _vfma(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    d[...] = a.astype(F64) * b + d
-
-
-def _vexp(d: np.ndarray, a: np.ndarray) -> None:
-    d[...] = np.exp(a.astype(F64))
-
-
-def _vrecip(d: np.ndarray, a: np.ndarray) -> None:
-    np.divide(1.0, a, out=d)
-
-
-def _vrsqrt(d: np.ndarray, a: np.ndarray) -> None:
-    d[...] = 1.0 / np.sqrt(a.astype(F64))
+# the return value. Every result is rounded once to fp32: the matrix dot products are computed
+# in float64 and rounded once. The semantics shared with the other platforms (scalar arithmetic,
+# elementwise vector operations, fma, exp, rsqrt) are in `gauntlet.accel.families`.
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
@@ -422,22 +405,15 @@ GROUPS = (
 
 
 def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instruction, ...]:
-    r, f, a, acc, mask = rf["r"], rf["f"], rf["a"], rf["acc"], rf["m"]
+    r, f, acc, mask = rf["r"], rf["f"], rf["acc"], rf["m"]
     valign = min(p.mlen, p.vlen)
     vmem = Mem("vsram", r, align=valign)
     mmem = Mem("msram", r, align=p.mlen)
-    hmem = Mem("hbm", a, align=2, offset_range=(INT_MIN, INT_MAX), unit="bytes")
-    imm32 = Imm(INT_MIN, INT_MAX)
+    hmem = Mem("hbm", rf["a"], align=2, offset_range=(INT_MIN, INT_MAX), unit="bytes")
     tag = Imm(0, p.dma_tags - 1)
-
-    def rd(name: str = "rd") -> F:
-        return F(name, Reg(r), "write")
 
     def rs(name: str, doc: str = "") -> F:
         return F(name, Reg(r), "read", doc=doc)
-
-    def fd(name: str = "fd") -> F:
-        return F(name, Reg(f), "write")
 
     def fs(name: str) -> F:
         return F(name, Reg(f), "read")
@@ -451,328 +427,26 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     def va(name: str = "va", shape: tuple[str, ...] = vec) -> F:
         return F(name, vmem, "read", shape)
 
-    table: list[Instruction] = []
-
-    def add(**kwargs: Any) -> None:
-        table.append(Instruction(**kwargs))
-
-    # Scalar integer: a table plus one loop for the register-register forms.
-    add(
-        mnemonic="li",
-        fields=(rd(), F("imm", imm32)),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="load an integer immediate",
-        operation="rd <- imm",
-        example="li r1, MLEN * MLEN",
-        semantics=lambda imm: imm,
-    )
-    add(
-        mnemonic="mov",
-        fields=(rd(), rs("rs")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="copy an integer register",
-        operation="rd <- rs",
-        example="mov r2, r1",
-        semantics=lambda x: x,
-    )
-    binary_int: tuple[tuple[str, str, Callable[[int, int], int], str], ...] = (
-        ("add", "add", operator.add, "rd <- ra + rb"),
-        ("sub", "subtract", operator.sub, "rd <- ra - rb"),
-        ("mul", "multiply", operator.mul, "rd <- ra * rb"),
-        ("min", "minimum", min, "rd <- min(ra, rb)"),
-        ("max", "maximum", max, "rd <- max(ra, rb)"),
-    )
-    for mnemonic, verb, function, operation in binary_int:
-        add(
-            mnemonic=mnemonic,
-            fields=(rd(), rs("ra"), rs("rb")),
-            group="scalar",
-            unit="scalar",
-            cost="1",
-            summary=f"integer {verb}",
-            operation=operation + " (wraps to 32 bits)",
-            example=f"{mnemonic} r3, r1, r2",
-            semantics=function,
+    table = Table(
+        Dialect(
+            ints=r,
+            floats=f,
+            addresses=rf["a"],
+            vectors=vmem,
+            single_source="s",
+            address_noun="an address",
+            scale="MLEN",
+            example_ints=1,
+            example_vectors=("[r3]", "[r1]", "[r2]"),
+            omit=frozenset(("mini", "maxi", "vdiv", "vdivs", "vfmas", "vtanh")),
         )
-    immediate_int: tuple[tuple[str, str, Callable[[int, int], int], Imm, str], ...] = (
-        ("addi", "add an immediate", operator.add, imm32, "rd <- ra + imm"),
-        ("muli", "multiply by an immediate", operator.mul, imm32, "rd <- ra * imm"),
-        (
-            "divi",
-            "divide by a positive immediate, rounding down",
-            operator.floordiv,
-            Imm(1, INT_MAX),
-            "rd <- floor(ra / imm)",
-        ),
-        (
-            "remi",
-            "remainder of division by a positive immediate",
-            operator.mod,
-            Imm(1, INT_MAX),
-            "rd <- ra - imm * floor(ra / imm)",
-        ),
-        ("slli", "shift left", operator.lshift, Imm(0, 31), "rd <- ra << imm"),
-        ("srai", "arithmetic shift right", operator.rshift, Imm(0, 31), "rd <- ra >> imm"),
     )
-    for mnemonic, verb, function, kind, operation in immediate_int:
-        add(
-            mnemonic=mnemonic,
-            fields=(rd(), rs("ra"), F("imm", kind)),
-            group="scalar",
-            unit="scalar",
-            cost="1",
-            summary=f"integer {verb}",
-            operation=operation + " (wraps to 32 bits)",
-            example=f"{mnemonic} r3, r1, 4",
-            semantics=function,
-        )
-    # Scalar fp32.
-    add(
-        mnemonic="fli",
-        fields=(fd(), F("imm", FImm())),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="load an fp32 immediate",
-        operation="fd <- fp32(imm)",
-        example="fli f1, -inf",
-        semantics=lambda x: x,
-    )
-    add(
-        mnemonic="fmov",
-        fields=(fd(), fs("fs")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="copy an fp32 register",
-        operation="fd <- fs",
-        example="fmov f2, f1",
-        semantics=lambda x: x,
-    )
-    binary_float: tuple[tuple[str, str, Callable[[float, float], float], str], ...] = (
-        ("fadd", "add", operator.add, "fd <- fa + fb"),
-        ("fsub", "subtract", operator.sub, "fd <- fa - fb"),
-        ("fmul", "multiply", operator.mul, "fd <- fa * fb"),
-        ("fdiv", "divide", semantics.fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
-        ("fmax", "maximum", semantics.fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
-        ("fmin", "minimum", semantics.fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
-    )
-    for mnemonic, verb, float_function, operation in binary_float:
-        add(
-            mnemonic=mnemonic,
-            fields=(fd(), fs("fa"), fs("fb")),
-            group="scalar",
-            unit="scalar",
-            cost="1",
-            summary=f"fp32 {verb}",
-            operation=operation + ", rounded to fp32",
-            example=f"{mnemonic} f3, f1, f2",
-            semantics=float_function,
-        )
-    add(
-        mnemonic="fsqrt",
-        fields=(fd(), fs("fa")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="fp32 square root",
-        operation="fd <- sqrt(fa), rounded to fp32 (NaN if fa < 0)",
-        example="fsqrt f2, f1",
-        semantics=semantics.fsqrt,
-    )
-    add(
-        mnemonic="itof",
-        fields=(fd(), rs("rs")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="convert an integer to fp32",
-        operation="fd <- fp32(rs)",
-        example="itof f1, r2",
-        semantics=float,
-    )
-    add(
-        mnemonic="ftoi",
-        fields=(rd(), fs("fs")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="convert fp32 to an integer, rounding toward zero",
-        operation="rd <- trunc(fs), saturated to 32 bits; NaN gives 0",
-        example="ftoi r1, f2",
-        semantics=semantics.ftoi,
-    )
-    # Address registers.
-    add(
-        mnemonic="la",
-        fields=(F("ad", Reg(a), "write"), F("imm", Imm(0, (1 << 48) - 1))),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="load an HBM address",
-        operation="ad <- imm",
-        example="la a4, y + 256",
-        semantics=lambda x: x,
-    )
-    add(
-        mnemonic="mova",
-        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="copy an address register",
-        operation="ad <- as",
-        example="mova a5, a0",
-        semantics=lambda x: x,
-    )
-    add(
-        mnemonic="adda",
-        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read"), rs("rb")),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="add an integer register to an address",
-        operation="ad <- as + rb",
-        example="adda a5, a0, r3",
-        semantics=operator.add,
-    )
-    add(
-        mnemonic="addai",
-        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read"), F("imm", imm32)),
-        group="scalar",
-        unit="scalar",
-        cost="1",
-        summary="add an immediate to an address",
-        operation="ad <- as + imm",
-        example="addai a0, a0, MLEN * 4",
-        semantics=operator.add,
-    )
-    add(
-        mnemonic="setvl",
-        fields=(rs("rs"),),
-        group="vector",
-        unit="scalar",
-        cost="1",
-        summary="set the vector length from a register",
-        operation="VL <- min(rs, VLEN); fault if rs < 1",
-        example="setvl r4",
-        description="Later vector instructions process VL elements. A remaining count can be "
-        "passed directly: VL becomes VLEN while more remain.",
-        binder=control.bind_setvl,
-    )
-    add(
-        mnemonic="setvli",
-        fields=(F("n", Imm(1, p.vlen)),),
-        group="vector",
-        unit="scalar",
-        cost="1",
-        summary="set the vector length",
-        operation="VL <- n",
-        example="setvli 16",
-        binder=control.bind_setvli,
-    )
-    # Control.
-    target = F("target", Label())
-    add(
-        mnemonic="b",
-        fields=(target,),
-        group="control",
-        unit="scalar",
-        cost="1 + branch_penalty",
-        summary="branch",
-        operation="pc <- target",
-        example="done:\n    b done",
-        binder=control.bind_branch("r", None),
-    )
-    branches: tuple[tuple[str, str, Callable[[int, int], bool]], ...] = (
-        ("beq", "==", operator.eq),
-        ("bne", "!=", operator.ne),
-        ("blt", "<", operator.lt),
-        ("bge", ">=", operator.ge),
-    )
-    for mnemonic, symbol, compare in branches:
-        add(
-            mnemonic=mnemonic,
-            fields=(rs("ra"), rs("rb"), target),
-            group="control",
-            unit="scalar",
-            cost="1 + taken * branch_penalty",
-            summary=f"branch if ra {symbol} rb",
-            operation=f"if ra {symbol} rb: pc <- target",
-            description="taken is 1 when the branch is taken, else 0.",
-            example=f"top:\n    addi r1, r1, 1\n    {mnemonic} r1, r2, top",
-            binder=control.bind_branch("r", compare),
-        )
-    loop_doc = (
-        "Runs the instructions up to the matching `endloop` count times (not at all when count "
-        "< 1). The loop-back is free of the taken-branch penalty. Loops nest up to loop_depth "
-        "deep; branches may not enter or leave a loop body."
-    )
-    add(
-        mnemonic="loop",
-        fields=(rs("count", "iterations"),),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="start a hardware loop of count (register) iterations",
-        operation="repeat count times: body up to endloop",
-        description=loop_doc,
-        example="loop r5\n    addi r1, r1, 1\nendloop",
-        binder=control.bind_loop,
-        block="open",
-    )
-    add(
-        mnemonic="loopi",
-        fields=(F("count", Imm(0, INT_MAX), doc="iterations"),),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="start a hardware loop of count (immediate) iterations",
-        operation="repeat count times: body up to endloop",
-        description=loop_doc,
-        example="loopi M // MLEN\n    addi r1, r1, MLEN\nendloop",
-        binder=control.bind_loop,
-        block="open",
-    )
-    add(
-        mnemonic="endloop",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="end of a hardware loop body",
-        operation="if --count > 0: pc <- loop body",
-        example="loopi 4\n    nop\nendloop",
-        binder=control.bind_endloop,
-        block="close",
-    )
-    add(
-        mnemonic="halt",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="end the program",
-        operation="stop; queued instructions and transfers drain",
-        description="Running past the last instruction also ends the program.",
-        example="halt",
-        binder=control.bind_halt,
-    )
-    add(
-        mnemonic="nop",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="do nothing for a cycle",
-        operation="nothing",
-        example="nop",
-        semantics=lambda: None,
-    )
+    add = table.add
+    table.scalar_core()
+    table.vector_length(p.vlen)
+    table.branches()
+    table.hardware_loops()
+    table.halt_and_nop()
     # Memory.
     dma_cost = "dma_setup + cdiv(bursts * dma_burst_bytes, hbm_bytes_per_cycle)"
     tag_field = F("tag", tag, doc="completion group that dwait waits for")
@@ -861,137 +535,10 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         example="dfence",
         binder=_bind_dwait,
     )
-    # Vector.
-    binary_vec: tuple[tuple[str, str, Any, str], ...] = (
-        ("add", "add", np.add, "+"),
-        ("sub", "subtract", np.subtract, "-"),
-        ("mul", "multiply", np.multiply, "*"),
-        ("max", "maximum", np.maximum, "max"),
-        ("min", "minimum", np.minimum, "min"),
-    )
-    for name, verb, ufunc, symbol in binary_vec:
-        infix = symbol in "+-*"
-        expression = f"va[i] {symbol} vb[i]" if infix else f"{symbol}(va[i], vb[i])"
-        add(
-            mnemonic=f"v{name}",
-            fields=(vd(), va(), va("vb")),
-            group="vector",
-            unit="vector",
-            cost="vec_cycles",
-            summary=f"vector {verb}",
-            operation=f"vd[i] <- {expression} for i < VL",
-            example=f"v{name} [r3], [r1], [r2]",
-            semantics=semantics.elementwise(ufunc),
-        )
-        scalar_expression = f"va[i] {symbol} fs" if infix else f"{symbol}(va[i], fs)"
-        add(
-            mnemonic=f"v{name}s",
-            fields=(vd(), va(), fs("fs")),
-            group="vector",
-            unit="vector",
-            cost="vec_cycles",
-            summary=f"vector {verb} with a scalar",
-            operation=f"vd[i] <- {scalar_expression} for i < VL",
-            example=f"v{name}s [r3], [r1], f1",
-            semantics=semantics.elementwise(ufunc),
-        )
-    add(
-        mnemonic="vfma",
-        fields=(vd(access="readwrite"), va(), va("vb")),
-        group="vector",
-        unit="vector",
+    table.vector_core(
         cost="vec_cycles",
-        summary="vector fused multiply-add",
-        operation="vd[i] <- va[i] * vb[i] + vd[i], rounded once, for i < VL",
-        example="vfma [r3], [r1], [r2]",
-        semantics=_vfma,
-    )
-    add(
-        mnemonic="vmov",
-        fields=(vd(), va()),
-        group="vector",
-        unit="vector",
-        cost="vec_cycles",
-        summary="vector copy",
-        operation="vd[i] <- va[i] for i < VL",
-        example="vmov [r3], [r1]",
-        semantics=semantics.copy,
-    )
-    add(
-        mnemonic="vbcast",
-        fields=(vd(), fs("fs")),
-        group="vector",
-        unit="vector",
-        cost="vec_cycles",
-        summary="broadcast a scalar",
-        operation="vd[i] <- fs for i < VL",
-        example="vbcast [r3], f0",
-        semantics=lambda d, s: d.fill(s),
-    )
-    add(
-        mnemonic="viota",
-        fields=(vd(),),
-        group="vector",
-        unit="vector",
-        cost="vec_cycles",
-        summary="lane indices",
-        operation="vd[i] <- i for i < VL",
-        example="viota [r3]",
-        semantics=semantics.iota,
-    )
-    specials: tuple[tuple[str, str, Any, str], ...] = (
-        ("vexp", "exponential", _vexp, "exp(va[i])"),
-        ("vrecip", "reciprocal", _vrecip, "1 / va[i]"),
-        ("vrsqrt", "reciprocal square root", _vrsqrt, "1 / sqrt(va[i])"),
-    )
-    for mnemonic, noun, function, expression in specials:
-        add(
-            mnemonic=mnemonic,
-            fields=(vd(), va()),
-            group="vector",
-            unit="vector",
-            cost="vec_special_cycles",
-            summary=f"vector {noun}",
-            operation=f"vd[i] <- {expression}, rounded once to fp32, for i < VL",
-            example=f"{mnemonic} [r3], [r1]",
-            semantics=function,
-        )
-    add(
-        mnemonic="vbf16",
-        fields=(vd(), va()),
-        group="vector",
-        unit="vector",
-        cost="vec_cycles",
-        summary="round to bf16 precision",
-        operation="vd[i] <- fp32(bf16(va[i])) (to nearest even) for i < VL",
-        description="Mimics a bf16 datapath: the result is still an fp32 word.",
-        example="vbf16 [r3], [r1]",
-        semantics=semantics.to_bf16,
-    )
-    reduce_cost = "vec_reduce_cycles + ceil(log2(vl))"
-    add(
-        mnemonic="vredsum",
-        fields=(fd(), va()),
-        group="vector",
-        unit="vector",
-        cost=reduce_cost,
-        summary="sum of a vector",
-        operation="fd <- sum(va[i] for i < VL), rounded once to fp32",
-        description="The fp32 register is ready when the vector unit finishes; a scalar "
-        "instruction reading it earlier stalls the front end.",
-        example="vredsum f1, [r1]",
-        semantics=semantics.reduce_sum,
-    )
-    add(
-        mnemonic="vredmax",
-        fields=(fd(), va()),
-        group="vector",
-        unit="vector",
-        cost=reduce_cost,
-        summary="maximum of a vector",
-        operation="fd <- max(va[i] for i < VL) (NaN if any is NaN)",
-        example="vredmax f1, [r1]",
-        semantics=semantics.reduce_max,
+        special_cost="vec_special_cycles",
+        reduce_cost="vec_reduce_cycles + ceil(log2(vl))",
     )
     cond = F("cond", Enum(tuple(semantics.COMPARE)))
     mask_out = F("md", Reg(mask), "write", vec)
@@ -1146,7 +693,7 @@ def _instructions(p: NpuParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         example="mld acc2, [r1]",
         semantics=semantics.copy,
     )
-    return tuple(table)
+    return table.instructions()
 
 
 # -- the platform ------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ disassembler, the simulator and the manual are all derived from it.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,17 +20,16 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gauntlet.accel import control, semantics
+from gauntlet.accel import semantics
 from gauntlet.accel.assembler import Decoded
+from gauntlet.accel.families import Dialect, Table
 from gauntlet.accel.isa import (
     ISA,
     Binder,
     Enum,
-    FImm,
     Group,
     Imm,
     Instruction,
-    Label,
     Mem,
     Reg,
     RegGroup,
@@ -121,8 +119,10 @@ def _register_files(p: RvvParams) -> dict[str, RegisterFile]:
 # -- semantics ---------------------------------------------------------------------------------
 # Data semantics receive the operands in field order: views of vector registers and masks
 # (written in place), values of scalar registers read, immediates; a written scalar register is
-# the return value. Every fp32 result is rounded once: numpy's fp32 add, sub, mul, div, sqrt,
-# min and max are IEEE; fma and the transcendentals are computed in float64 and rounded once.
+# the return value. Every fp32 result is rounded once: numpy's fp32 sub, sqrt and abs are IEEE;
+# fnma is computed in float64 and rounded once. The semantics shared with the other platforms
+# (scalar arithmetic, elementwise operations, fma, the transcendentals) are in
+# `gauntlet.accel.families`.
 
 
 def _reversed(ufunc: Any) -> Callable[..., None]:
@@ -141,24 +141,8 @@ def _unary(ufunc: Any) -> Callable[..., None]:
     return apply
 
 
-def _fma(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-    d[...] = a.astype(F64) * b + d
-
-
 def _fnma(d: np.ndarray, a: np.ndarray, b: Any) -> None:
     d[...] = d - a.astype(F64) * b
-
-
-def _in_double(function: Any) -> Callable[..., None]:
-    def apply(d: np.ndarray, a: np.ndarray) -> None:
-        d[...] = function(a.astype(F64))
-
-    apply.__name__ = f"v_{function.__name__}"
-    return apply
-
-
-def _rsqrt(a: np.ndarray) -> np.ndarray:
-    return 1.0 / np.sqrt(a)  # type: ignore[no-any-return]
 
 
 # -- binders: configuration, control and memory instructions ------------------------------------
@@ -329,6 +313,41 @@ def _bind_scalar_access(store: bool) -> Binder:
 
 # -- the instruction table -----------------------------------------------------------------------
 
+#: rvv's spelling of the instructions it shares with the other platforms
+#: (`gauntlet.accel.families`): a unit prefix (`s.`, `f.`, `p.`, `j.`, `v.`), `k` for an
+#: immediate form, `f` for a vector instruction's scalar form.
+SPELLING: dict[str, str] = {
+    "li": "s.set",
+    "mov": "s.mov",
+    **{op: f"s.{op}" for op in ("add", "sub", "mul", "min", "max")},
+    **{f"{op}i": f"s.{op}k" for op in ("add", "mul", "div", "rem")},
+    "slli": "s.shlk",
+    "srai": "s.shrk",
+    "ftoi": "s.cvt",
+    "fli": "f.set",
+    "fmov": "f.mov",
+    **{f"f{op}": f"f.{op}" for op in ("add", "sub", "mul", "div", "max", "min", "sqrt")},
+    "itof": "f.cvt",
+    "la": "p.set",
+    "mova": "p.mov",
+    "adda": "p.add",
+    "addai": "p.addk",
+    "b": "j.go",
+    **{f"b{c}": f"j.{c}" for c in ("eq", "ne", "lt", "ge")},
+    **{f"v{op}": f"v.{op}" for op in ("add", "sub", "mul", "div", "max", "min")},
+    **{f"v{op}s": f"v.{op}f" for op in ("add", "sub", "mul", "div", "max", "min")},
+    "vfma": "v.fma",
+    "vfmas": "v.fmaf",
+    "vmov": "v.mov",
+    "vbcast": "v.splat",
+    "viota": "v.iota",
+    **{f"v{op}": f"v.{op}" for op in ("exp", "tanh", "rsqrt", "bf16")},
+    "vrecip": "v.rcp",
+    "vredsum": "v.rsum",
+    "vredmax": "v.rmax",
+}
+
+
 GROUPS = (
     Group(
         "scalar",
@@ -375,7 +394,6 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         title="vector registers",
     )
     mem = Mem("main-memory", ptr, align=2, offset_range=(INT_MIN, INT_MAX), unit="bytes")
-    imm32 = Imm(INT_MIN, INT_MAX)
     vec = ("vl",)
 
     def sd(name: str = "sd") -> F:
@@ -402,225 +420,25 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     def ka(name: str = "ka") -> F:
         return F(name, Reg(k), "read", vec)
 
-    table: list[Instruction] = []
-
-    def add(**kwargs: Any) -> None:
-        table.append(Instruction(**kwargs))
-
-    def scalar(**kwargs: Any) -> None:
-        add(group="scalar", unit="scalar", cost="1", **kwargs)
-
-    # Scalar integer.
-    scalar(
-        mnemonic="s.set",
-        fields=(sd(), F("imm", imm32)),
-        summary="load an integer immediate",
-        operation="sd <- imm",
-        example="s.set s1, 8 * VLEN",
-        semantics=lambda imm: imm,
-    )
-    scalar(
-        mnemonic="s.mov",
-        fields=(sd(), sa("sa")),
-        summary="copy an integer register",
-        operation="sd <- sa",
-        example="s.mov s2, s1",
-        semantics=lambda x: x,
-    )
-    binary_int: tuple[tuple[str, str, Callable[[int, int], int], str], ...] = (
-        ("add", "add", operator.add, "sd <- sa + sb"),
-        ("sub", "subtract", operator.sub, "sd <- sa - sb"),
-        ("mul", "multiply", operator.mul, "sd <- sa * sb"),
-        ("min", "minimum", min, "sd <- min(sa, sb)"),
-        ("max", "maximum", max, "sd <- max(sa, sb)"),
-    )
-    for name, verb, function, operation in binary_int:
-        scalar(
-            mnemonic=f"s.{name}",
-            fields=(sd(), sa("sa"), sa("sb")),
-            summary=f"integer {verb}",
-            operation=operation + " (wraps to 32 bits)",
-            example=f"s.{name} s3, s1, s2",
-            semantics=function,
+    table = Table(
+        Dialect(
+            ints=s,
+            floats=f,
+            addresses=ptr,
+            vectors=vreg,
+            single_source="a",
+            address_noun="a pointer",
+            scale="VLEN",
+            example_ints=1,
+            example_vectors=("v3", "v1", "v2"),
+            mnemonics=SPELLING,
+            omit=frozenset(("mini", "maxi")),
         )
-    immediate_int: tuple[tuple[str, str, Callable[[int, int], int], Imm, str], ...] = (
-        ("addk", "add an immediate", operator.add, imm32, "sd <- sa + imm"),
-        ("mulk", "multiply by an immediate", operator.mul, imm32, "sd <- sa * imm"),
-        (
-            "divk",
-            "divide by a positive immediate, rounding down",
-            operator.floordiv,
-            Imm(1, INT_MAX),
-            "sd <- floor(sa / imm)",
-        ),
-        (
-            "remk",
-            "remainder of division by a positive immediate",
-            operator.mod,
-            Imm(1, INT_MAX),
-            "sd <- sa - imm * floor(sa / imm)",
-        ),
-        ("shlk", "shift left", operator.lshift, Imm(0, 31), "sd <- sa << imm"),
-        ("shrk", "arithmetic shift right", operator.rshift, Imm(0, 31), "sd <- sa >> imm"),
     )
-    for name, verb, function, kind, operation in immediate_int:
-        scalar(
-            mnemonic=f"s.{name}",
-            fields=(sd(), sa("sa"), F("imm", kind)),
-            summary=f"integer {verb}",
-            operation=operation + " (wraps to 32 bits)",
-            example=f"s.{name} s3, s1, 4",
-            semantics=function,
-        )
-    scalar(
-        mnemonic="s.cvt",
-        fields=(sd(), fa("fa")),
-        summary="convert fp32 to an integer, rounding toward zero",
-        operation="sd <- trunc(fa), saturated to 32 bits; NaN gives 0",
-        example="s.cvt s1, f2",
-        semantics=semantics.ftoi,
-    )
-    # Scalar fp32.
-    scalar(
-        mnemonic="f.set",
-        fields=(fd(), F("imm", FImm())),
-        summary="load an fp32 immediate",
-        operation="fd <- fp32(imm)",
-        example="f.set f1, -inf",
-        semantics=lambda x: x,
-    )
-    scalar(
-        mnemonic="f.mov",
-        fields=(fd(), fa("fa")),
-        summary="copy an fp32 register",
-        operation="fd <- fa",
-        example="f.mov f2, f1",
-        semantics=lambda x: x,
-    )
-    binary_float: tuple[tuple[str, str, Callable[[float, float], float], str], ...] = (
-        ("add", "add", operator.add, "fd <- fa + fb"),
-        ("sub", "subtract", operator.sub, "fd <- fa - fb"),
-        ("mul", "multiply", operator.mul, "fd <- fa * fb"),
-        ("div", "divide", semantics.fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
-        ("max", "maximum", semantics.fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
-        ("min", "minimum", semantics.fmin, "fd <- min(fa, fb) (NaN if either is NaN)"),
-    )
-    for name, verb, float_function, operation in binary_float:
-        scalar(
-            mnemonic=f"f.{name}",
-            fields=(fd(), fa("fa"), fa("fb")),
-            summary=f"fp32 {verb}",
-            operation=operation + ", rounded to fp32",
-            example=f"f.{name} f3, f1, f2",
-            semantics=float_function,
-        )
-    scalar(
-        mnemonic="f.sqrt",
-        fields=(fd(), fa("fa")),
-        summary="fp32 square root",
-        operation="fd <- sqrt(fa), rounded to fp32 (NaN if fa < 0)",
-        example="f.sqrt f2, f1",
-        semantics=semantics.fsqrt,
-    )
-    scalar(
-        mnemonic="f.cvt",
-        fields=(fd(), sa("sa")),
-        summary="convert an integer to fp32",
-        operation="fd <- fp32(sa)",
-        example="f.cvt f1, s2",
-        semantics=float,
-    )
-    # Pointers.
-    pd = F("pd", Reg(ptr), "write")
-    pa = F("pa", Reg(ptr), "read")
-    scalar(
-        mnemonic="p.set",
-        fields=(pd, F("imm", Imm(0, (1 << 48) - 1))),
-        summary="load a main-memory address",
-        operation="pd <- imm",
-        example="p.set p4, y + 256",
-        semantics=lambda x: x,
-    )
-    scalar(
-        mnemonic="p.mov",
-        fields=(pd, pa),
-        summary="copy a pointer register",
-        operation="pd <- pa",
-        example="p.mov p5, p0",
-        semantics=lambda x: x,
-    )
-    scalar(
-        mnemonic="p.add",
-        fields=(pd, pa, sa("sb")),
-        summary="add an integer register to a pointer",
-        operation="pd <- pa + sb (bytes)",
-        example="p.add p5, p0, s3",
-        semantics=operator.add,
-    )
-    scalar(
-        mnemonic="p.addk",
-        fields=(pd, pa, F("imm", imm32)),
-        summary="add an immediate to a pointer",
-        operation="pd <- pa + imm (bytes)",
-        example="p.addk p0, p0, VLEN * 4",
-        semantics=operator.add,
-    )
-    # Control.
-    target = F("target", Label())
-    add(
-        mnemonic="j.go",
-        fields=(target,),
-        group="control",
-        unit="scalar",
-        cost="1 + branch_penalty",
-        summary="jump",
-        operation="pc <- target",
-        example="done:\n    j.go done",
-        binder=control.bind_branch("s", None),
-    )
-    branches: tuple[tuple[str, str, Callable[[int, int], bool]], ...] = (
-        ("j.eq", "==", operator.eq),
-        ("j.ne", "!=", operator.ne),
-        ("j.lt", "<", operator.lt),
-        ("j.ge", ">=", operator.ge),
-    )
-    for mnemonic, symbol, compare in branches:
-        add(
-            mnemonic=mnemonic,
-            fields=(sa("sa"), sa("sb"), target),
-            group="control",
-            unit="scalar",
-            cost="1 + taken * branch_penalty",
-            summary=f"branch if sa {symbol} sb",
-            operation=f"if sa {symbol} sb: pc <- target",
-            description="taken is 1 when the branch is taken, else 0. Comparing with `s0` "
-            "compares with zero.",
-            example=f"top:\n    s.addk s1, s1, 1\n    {mnemonic} s1, s2, top",
-            binder=control.bind_branch("s", compare),
-        )
-    add(
-        mnemonic="halt",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="end the program",
-        operation="stop; queued instructions drain",
-        description="Running past the last instruction also ends the program.",
-        example="halt",
-        binder=control.bind_halt,
-    )
-    add(
-        mnemonic="nop",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="do nothing for a cycle",
-        operation="nothing",
-        example="nop",
-        semantics=lambda: None,
-    )
+    add = table.add
+    table.scalar_core()
+    table.branches()
+    table.halt_and_nop()
     lmul = F("lmul", Enum(LMULS), doc="register grouping: m<n> groups n registers")
     cfg_doc = (
         "Sets the vector length for the instructions that follow: VL = min(avl, LMUL * VLEN), "
@@ -752,41 +570,21 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
     )
     # Vector.
     elementwise = "cdiv(vl, lanes)"
-    special = "cdiv(vl, lanes) * special_cycles"
+    table.vector_core(
+        cost=elementwise,
+        special_cost="cdiv(vl, lanes) * special_cycles",
+        reduce_cost="cdiv(vl, lanes) + ceil(log2(lanes)) + reduce_cycles",
+        latency="vec_latency",
+        special_note="Runs in the vector unit's special-function pipeline, special_cycles per "
+        "group of LANES elements.",
+        reduce_note="The adder tree folds the vector into LANES partial results, then into one. ",
+    )
 
     def vector(**kwargs: Any) -> None:
         kwargs.setdefault("cost", elementwise)
         kwargs.setdefault("group", "vector")
         add(unit="vector", latency="vec_latency", **kwargs)
 
-    binary_vec: tuple[tuple[str, str, Any, str], ...] = (
-        ("add", "add", np.add, "+"),
-        ("sub", "subtract", np.subtract, "-"),
-        ("mul", "multiply", np.multiply, "*"),
-        ("div", "divide", np.divide, "/"),
-        ("max", "maximum", np.maximum, "max"),
-        ("min", "minimum", np.minimum, "min"),
-    )
-    for name, verb, ufunc, symbol in binary_vec:
-        infix = symbol in "+-*/"
-        expression = f"va[i] {symbol} vb[i]" if infix else f"{symbol}(va[i], vb[i])"
-        vector(
-            mnemonic=f"v.{name}",
-            fields=(vd(), va(), va("vb")),
-            summary=f"vector {verb}",
-            operation=f"vd[i] <- {expression} for i < VL",
-            example=f"v.{name} v3, v1, v2",
-            semantics=semantics.elementwise(ufunc),
-        )
-        scalar_expression = f"va[i] {symbol} fs" if infix else f"{symbol}(va[i], fs)"
-        vector(
-            mnemonic=f"v.{name}f",
-            fields=(vd(), va(), fa("fs")),
-            summary=f"vector {verb} with a scalar",
-            operation=f"vd[i] <- {scalar_expression} for i < VL",
-            example=f"v.{name}f v3, v1, f1",
-            semantics=semantics.elementwise(ufunc),
-        )
     vector(
         mnemonic="v.rsubf",
         fields=(vd(), va(), fa("fs")),
@@ -795,54 +593,26 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         example="v.rsubf v3, v1, f1",
         semantics=_reversed(np.subtract),
     )
-    fma_doc = "The product and the sum are formed exactly and rounded once to fp32."
-    vector(
-        mnemonic="v.fma",
-        fields=(vd(access="readwrite"), va(), va("vb")),
-        summary="fused multiply-add into the destination",
-        operation="vd[i] <- va[i] * vb[i] + vd[i] for i < VL",
-        description=fma_doc,
-        example="v.fma v4, v1, v2",
-        semantics=_fma,
-    )
-    vector(
-        mnemonic="v.fmaf",
-        fields=(vd(access="readwrite"), va(), fa("fs")),
-        summary="fused multiply-add of a vector and a scalar into the destination",
-        operation="vd[i] <- va[i] * fs + vd[i] for i < VL",
-        description=fma_doc,
-        example="v.fmaf v4, v1, f2",
-        semantics=_fma,
-    )
     vector(
         mnemonic="v.fnma",
         fields=(vd(access="readwrite"), va(), va("vb")),
-        summary="fused multiply-subtract from the destination",
-        operation="vd[i] <- vd[i] - va[i] * vb[i] for i < VL",
-        description=fma_doc,
-        example="v.fnma v4, v1, v2",
+        summary="vector fused multiply-subtract",
+        operation="vd[i] <- vd[i] - va[i] * vb[i], rounded once, for i < VL",
+        example="v.fnma v3, v1, v2",
         semantics=_fnma,
     )
     vector(
         mnemonic="v.fnmaf",
         fields=(vd(access="readwrite"), va(), fa("fs")),
-        summary="fused multiply-subtract of a vector and a scalar from the destination",
-        operation="vd[i] <- vd[i] - va[i] * fs for i < VL",
-        description=fma_doc,
-        example="v.fnmaf v4, v1, f2",
+        summary="vector fused multiply-subtract with a scalar",
+        operation="vd[i] <- vd[i] - va[i] * fs, rounded once, for i < VL",
+        example="v.fnmaf v3, v1, f1",
         semantics=_fnma,
     )
     unary_vec: tuple[tuple[str, str, Any, str], ...] = (
-        ("mov", "vector copy", semantics.copy, "va[i]"),
         ("neg", "vector negation", _unary(np.negative), "-va[i]"),
         ("abs", "vector absolute value", _unary(np.abs), "|va[i]|"),
         ("sqrt", "vector square root", _unary(np.sqrt), "sqrt(va[i]) (NaN if va[i] < 0)"),
-        (
-            "bf16",
-            "round to bf16 precision",
-            semantics.to_bf16,
-            "fp32(bf16(va[i])) (to nearest even)",
-        ),
     )
     for name, summary, function, expression in unary_vec:
         vector(
@@ -850,46 +620,9 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
             fields=(vd(), va()),
             summary=summary,
             operation=f"vd[i] <- {expression} for i < VL",
-            description="Mimics a bf16 datapath: the result is still an fp32 element."
-            if name == "bf16"
-            else "",
             example=f"v.{name} v3, v1",
             semantics=function,
         )
-    specials: tuple[tuple[str, str, Any, str], ...] = (
-        ("exp", "exponential", _in_double(np.exp), "exp(va[i])"),
-        ("tanh", "hyperbolic tangent", _in_double(np.tanh), "tanh(va[i])"),
-        ("rcp", "reciprocal", _unary(np.reciprocal), "1 / va[i]"),
-        ("rsqrt", "reciprocal square root", _in_double(_rsqrt), "1 / sqrt(va[i])"),
-    )
-    for name, noun, function, expression in specials:
-        vector(
-            mnemonic=f"v.{name}",
-            fields=(vd(), va()),
-            cost=special,
-            summary=f"vector {noun}",
-            operation=f"vd[i] <- {expression}, rounded once to fp32, for i < VL",
-            description="Runs in the vector unit's special-function pipeline, special_cycles "
-            "per group of LANES elements.",
-            example=f"v.{name} v3, v1",
-            semantics=function,
-        )
-    vector(
-        mnemonic="v.splat",
-        fields=(vd(), fa("fs")),
-        summary="broadcast a scalar",
-        operation="vd[i] <- fs for i < VL",
-        example="v.splat v3, f0",
-        semantics=lambda d, x: d.fill(x),
-    )
-    vector(
-        mnemonic="v.iota",
-        fields=(vd(),),
-        summary="element indices",
-        operation="vd[i] <- i for i < VL",
-        example="v.iota v3",
-        semantics=semantics.iota,
-    )
     vector(
         mnemonic="v.getf",
         fields=(fd(), F("va", vreg, "read", ("1",))),
@@ -900,32 +633,6 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         "instruction reading it earlier stalls the front end.",
         example="v.getf f1, v3",
         semantics=lambda a: float(a[0]),
-    )
-    reduce_cost = "cdiv(vl, lanes) + ceil(log2(lanes)) + reduce_cycles"
-    reduce_doc = (
-        "The adder tree folds the vector into LANES partial results, then into one. fd is "
-        "ready when the vector unit finishes; a scalar instruction reading it earlier stalls "
-        "the front end."
-    )
-    vector(
-        mnemonic="v.rsum",
-        fields=(fd(), va()),
-        cost=reduce_cost,
-        summary="sum of a vector",
-        operation="fd <- sum(va[i] for i < VL), formed exactly and rounded once to fp32",
-        description=reduce_doc,
-        example="v.rsum f1, v8",
-        semantics=semantics.reduce_sum,
-    )
-    vector(
-        mnemonic="v.rmax",
-        fields=(fd(), va()),
-        cost=reduce_cost,
-        summary="maximum of a vector",
-        operation="fd <- max(va[i] for i < VL) (NaN if any is NaN)",
-        description=reduce_doc,
-        example="v.rmax f1, v8",
-        semantics=semantics.reduce_max,
     )
     # Masks.
     cond = F("cond", Enum(tuple(semantics.COMPARE)))
@@ -991,7 +698,7 @@ def _instructions(p: RvvParams, rf: dict[str, RegisterFile]) -> tuple[Instructio
         example="k.pop f4, k1",
         semantics=lambda a: float(np.count_nonzero(a)),
     )
-    return tuple(table)
+    return table.instructions()
 
 
 # -- the platform ------------------------------------------------------------------------------

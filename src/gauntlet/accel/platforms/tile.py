@@ -14,24 +14,20 @@ disassembler, the simulator and the manual are all derived from it.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gauntlet.accel import control, semantics
 from gauntlet.accel.array import Post, TileMachine
 from gauntlet.accel.assembler import Decoded
+from gauntlet.accel.families import Dialect, Table
 from gauntlet.accel.isa import (
     ISA,
-    FImm,
     Group,
     Imm,
     Instruction,
-    Label,
     Mem,
     Reg,
     RegisterFile,
@@ -41,9 +37,9 @@ from gauntlet.accel.isa import (
 from gauntlet.accel.isa import Field as F
 from gauntlet.accel.machine import Machine, Transfer, bursts_touched, strided
 from gauntlet.accel.platform import Platform, Space, Unit, platform
+from gauntlet.accel.semantics import INT_MAX, INT_MIN
 
 F64 = np.float64
-INT_MIN, INT_MAX = semantics.INT_MIN, semantics.INT_MAX
 
 #: Cycles a transfer holds the external memory (shared by every column).
 EXT_COST = "cdiv(bursts * burst_bytes, ext_bytes_per_cycle)"
@@ -135,30 +131,9 @@ def _register_files() -> dict[str, RegisterFile]:
 
 
 # -- semantics ---------------------------------------------------------------------------------
-# Data semantics receive the operands in field order: views of local memory (written in place),
-# values of scalar registers read, immediates; a written scalar register is the return value.
-# Every fp32 result is rounded once: numpy's fp32 arithmetic is IEEE; fma, the transcendentals
-# and the matrix products are computed in float64 and rounded once.
-
-
-def _fma(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-    d[...] = a.astype(F64) * b + d
-
-
-def _in_double(function: Any) -> Callable[..., None]:
-    def apply(d: np.ndarray, a: np.ndarray) -> None:
-        d[...] = function(a.astype(F64))
-
-    apply.__name__ = f"v_{function.__name__}"
-    return apply
-
-
-def _rsqrt(a: np.ndarray) -> np.ndarray:
-    return 1.0 / np.sqrt(a)  # type: ignore[no-any-return]
-
-
-def _recip(a: np.ndarray) -> np.ndarray:
-    return 1.0 / a
+# The matrix products receive their local-memory operands as views; each dot product is formed
+# in float64 and only the addition to d rounds to fp32. The scalar and vector semantics are the
+# shared families' (`gauntlet.accel.families`).
 
 
 def _mac(d: np.ndarray, a: np.ndarray, b: np.ndarray, k: int) -> None:
@@ -476,292 +451,40 @@ GROUPS = (
 
 
 def _instructions(p: TileParams, rf: dict[str, RegisterFile]) -> tuple[Instruction, ...]:
-    r, f, a = rf["r"], rf["f"], rf["a"]
+    r = rf["r"]
     lmem = Mem("lmem", r, offset_range=(-p.lmem_words, p.lmem_words))
-    ext = Mem("ext", a, align=2, offset_range=(INT_MIN, INT_MAX), unit="bytes")
-    imm32 = Imm(INT_MIN, INT_MAX)
+    ext = Mem("ext", rf["a"], align=2, offset_range=(INT_MIN, INT_MAX), unit="bytes")
     tag = Imm(0, p.dma_tags - 1)
     sem = Imm(0, p.semaphores - 1)
-
-    def rd(name: str = "rd") -> F:
-        return F(name, Reg(r), "write")
 
     def rs(name: str, doc: str = "") -> F:
         return F(name, Reg(r), "read", doc=doc)
 
-    def fd(name: str = "fd") -> F:
-        return F(name, Reg(f), "write")
-
-    def fs(name: str) -> F:
-        return F(name, Reg(f), "read")
-
-    vec = ("vl",)
-
-    def vd(name: str = "vd", access: Any = "write") -> F:
-        return F(name, lmem, access, vec)
-
-    def va(name: str = "va") -> F:
-        return F(name, lmem, "read", vec)
-
-    table: list[Instruction] = []
-
-    def add(**kwargs: Any) -> None:
-        table.append(Instruction(**kwargs))
-
-    def scalar(**kwargs: Any) -> None:
-        add(group="scalar", unit="scalar", cost="1", **kwargs)
-
-    # Scalar integer.
-    scalar(
-        mnemonic="li",
-        fields=(rd(), F("imm", imm32)),
-        summary="load an integer immediate",
-        operation="rd <- imm",
-        example="li r4, M * K",
-        semantics=lambda imm: imm,
-    )
-    scalar(
-        mnemonic="mov",
-        fields=(rd(), rs("rs")),
-        summary="copy an integer register",
-        operation="rd <- rs",
-        example="mov r5, r4",
-        semantics=lambda x: x,
-    )
-    binary_int: tuple[tuple[str, str, Callable[[int, int], int], str], ...] = (
-        ("add", "add", operator.add, "rd <- ra + rb"),
-        ("sub", "subtract", operator.sub, "rd <- ra - rb"),
-        ("mul", "multiply", operator.mul, "rd <- ra * rb"),
-        ("min", "minimum", min, "rd <- min(ra, rb)"),
-        ("max", "maximum", max, "rd <- max(ra, rb)"),
-    )
-    for mnemonic, verb, function, operation in binary_int:
-        scalar(
-            mnemonic=mnemonic,
-            fields=(rd(), rs("ra"), rs("rb")),
-            summary=f"integer {verb}",
-            operation=operation + " (wraps to 32 bits)",
-            example=f"{mnemonic} r6, r4, r5",
-            semantics=function,
+    # r1..r3 hold the tile's place (calling convention), so the examples start at r4.
+    table = Table(
+        Dialect(
+            ints=r,
+            floats=rf["f"],
+            addresses=rf["a"],
+            vectors=lmem,
+            single_source="s",
+            address_noun="an address",
+            scale="MLEN",
+            example_ints=4,
+            example_vectors=("[r8]", "[r9]", "[r10]"),
+            program="the tile's program",
+            halt_note=" Other tiles go on; a post to a halted tile is never taken.",
+            omit=frozenset(
+                ("slli", "srai", "fmov", "fmin", "ftoi", "la", "vdiv", "vdivs", "viota", "vbf16")
+            ),
         )
-    immediate_int: tuple[tuple[str, str, Callable[[int, int], int], Imm, str], ...] = (
-        ("addi", "add an immediate", operator.add, imm32, "rd <- ra + imm"),
-        ("muli", "multiply by an immediate", operator.mul, imm32, "rd <- ra * imm"),
-        (
-            "divi",
-            "divide by a positive immediate, rounding down",
-            operator.floordiv,
-            Imm(1, INT_MAX),
-            "rd <- floor(ra / imm)",
-        ),
-        (
-            "remi",
-            "remainder of division by a positive immediate",
-            operator.mod,
-            Imm(1, INT_MAX),
-            "rd <- ra - imm * floor(ra / imm)",
-        ),
-        ("mini", "minimum with an immediate", min, imm32, "rd <- min(ra, imm)"),
-        ("maxi", "maximum with an immediate", max, imm32, "rd <- max(ra, imm)"),
     )
-    for mnemonic, verb, function, kind, operation in immediate_int:
-        scalar(
-            mnemonic=mnemonic,
-            fields=(rd(), rs("ra"), F("imm", kind)),
-            summary=f"integer {verb}",
-            operation=operation + " (wraps to 32 bits)",
-            example=f"{mnemonic} r6, r4, 4",
-            semantics=function,
-        )
-    # Scalar fp32.
-    scalar(
-        mnemonic="fli",
-        fields=(fd(), F("imm", FImm())),
-        summary="load an fp32 immediate",
-        operation="fd <- fp32(imm)",
-        example="fli f1, -inf",
-        semantics=lambda x: x,
-    )
-    binary_float: tuple[tuple[str, str, Callable[[float, float], float], str], ...] = (
-        ("fadd", "add", operator.add, "fd <- fa + fb"),
-        ("fsub", "subtract", operator.sub, "fd <- fa - fb"),
-        ("fmul", "multiply", operator.mul, "fd <- fa * fb"),
-        ("fdiv", "divide", semantics.fdiv, "fd <- fa / fb (IEEE: x/0 is +-inf, 0/0 is NaN)"),
-        ("fmax", "maximum", semantics.fmax, "fd <- max(fa, fb) (NaN if either is NaN)"),
-    )
-    for mnemonic, verb, float_function, operation in binary_float:
-        scalar(
-            mnemonic=mnemonic,
-            fields=(fd(), fs("fa"), fs("fb")),
-            summary=f"fp32 {verb}",
-            operation=operation + ", rounded to fp32",
-            example=f"{mnemonic} f3, f1, f2",
-            semantics=float_function,
-        )
-    scalar(
-        mnemonic="fsqrt",
-        fields=(fd(), fs("fa")),
-        summary="fp32 square root",
-        operation="fd <- sqrt(fa), rounded to fp32 (NaN if fa < 0)",
-        example="fsqrt f2, f1",
-        semantics=semantics.fsqrt,
-    )
-    scalar(
-        mnemonic="itof",
-        fields=(fd(), rs("rs")),
-        summary="convert an integer to fp32",
-        operation="fd <- fp32(rs)",
-        example="itof f1, r4",
-        semantics=float,
-    )
-    # Address registers.
-    scalar(
-        mnemonic="mova",
-        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read")),
-        summary="copy an address register",
-        operation="ad <- as",
-        example="mova a5, a0",
-        semantics=lambda x: x,
-    )
-    scalar(
-        mnemonic="adda",
-        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read"), rs("rb")),
-        summary="add an integer register to an address",
-        operation="ad <- as + rb",
-        example="adda a5, a0, r4",
-        semantics=operator.add,
-    )
-    scalar(
-        mnemonic="addai",
-        fields=(F("ad", Reg(a), "write"), F("as", Reg(a), "read"), F("imm", imm32)),
-        summary="add an immediate to an address",
-        operation="ad <- as + imm",
-        example="addai a0, a0, K * itemsize",
-        semantics=operator.add,
-    )
-    add(
-        mnemonic="setvl",
-        fields=(rs("rs"),),
-        group="vector",
-        unit="scalar",
-        cost="1",
-        summary="set the vector length from a register",
-        operation="VL <- min(rs, VLEN); fault if rs < 1",
-        example="setvl r4",
-        description="Later vector instructions process VL elements. A remaining count can be "
-        "passed directly: VL becomes VLEN while more remain.",
-        binder=control.bind_setvl,
-    )
-    add(
-        mnemonic="setvli",
-        fields=(F("n", Imm(1, p.vlen)),),
-        group="vector",
-        unit="scalar",
-        cost="1",
-        summary="set the vector length",
-        operation="VL <- n",
-        example="setvli 16",
-        binder=control.bind_setvli,
-    )
-    # Control.
-    target = F("target", Label())
-    add(
-        mnemonic="b",
-        fields=(target,),
-        group="control",
-        unit="scalar",
-        cost="1 + branch_penalty",
-        summary="branch",
-        operation="pc <- target",
-        example="done:\n    b done",
-        binder=control.bind_branch("r", None),
-    )
-    branches: tuple[tuple[str, str, Callable[[int, int], bool]], ...] = (
-        ("beq", "==", operator.eq),
-        ("bne", "!=", operator.ne),
-        ("blt", "<", operator.lt),
-        ("bge", ">=", operator.ge),
-    )
-    for mnemonic, symbol, compare in branches:
-        add(
-            mnemonic=mnemonic,
-            fields=(rs("ra"), rs("rb"), target),
-            group="control",
-            unit="scalar",
-            cost="1 + taken * branch_penalty",
-            summary=f"branch if ra {symbol} rb",
-            operation=f"if ra {symbol} rb: pc <- target",
-            description="taken is 1 when the branch is taken, else 0.",
-            example=f"top:\n    addi r4, r4, 1\n    {mnemonic} r4, r5, top",
-            binder=control.bind_branch("r", compare),
-        )
-    loop_doc = (
-        "Runs the instructions up to the matching `endloop` count times (not at all when count "
-        "< 1). The loop-back is free of the taken-branch penalty. Loops nest up to loop_depth "
-        "deep; branches may not enter or leave a loop body."
-    )
-    add(
-        mnemonic="loop",
-        fields=(rs("count", "iterations"),),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="start a hardware loop of count (register) iterations",
-        operation="repeat count times: body up to endloop",
-        description=loop_doc,
-        example="loop r5\n    addi r4, r4, 1\nendloop",
-        binder=control.bind_loop,
-        block="open",
-    )
-    add(
-        mnemonic="loopi",
-        fields=(F("count", Imm(0, INT_MAX), doc="iterations"),),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="start a hardware loop of count (immediate) iterations",
-        operation="repeat count times: body up to endloop",
-        description=loop_doc,
-        example="loopi 4\n    addi r4, r4, MLEN\nendloop",
-        binder=control.bind_loop,
-        block="open",
-    )
-    add(
-        mnemonic="endloop",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="end of a hardware loop body",
-        operation="if --count > 0: pc <- loop body",
-        example="loopi 4\n    nop\nendloop",
-        binder=control.bind_endloop,
-        block="close",
-    )
-    add(
-        mnemonic="halt",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="end the tile's program",
-        operation="stop this tile; its queued instructions and transfers drain",
-        description="Running past the last instruction also ends the tile's program. Other "
-        "tiles go on; a post to a halted tile is never taken.",
-        example="halt",
-        binder=control.bind_halt,
-    )
-    add(
-        mnemonic="nop",
-        fields=(),
-        group="control",
-        unit="scalar",
-        cost="1",
-        summary="do nothing for a cycle",
-        operation="nothing",
-        example="nop",
-        semantics=lambda: None,
-    )
+    add = table.add
+    table.scalar_core()
+    table.vector_length(p.vlen)
+    table.branches()
+    table.hardware_loops()
+    table.halt_and_nop()
     # External memory.
     dma_cost = "dma_setup + cdiv(bursts * burst_bytes, shim_bytes_per_cycle)"
     dma_latency = "ext_latency + (row + 1) * hop_latency"
@@ -888,127 +611,10 @@ def _instructions(p: TileParams, rf: dict[str, RegisterFile]) -> tuple[Instructi
         example="rel [r8], r4",
         binder=_bind_rel,
     )
-    # Vector.
-    elementwise = "cdiv(vl, lanes)"
-    binary_vec: tuple[tuple[str, str, Any, str], ...] = (
-        ("add", "add", np.add, "+"),
-        ("sub", "subtract", np.subtract, "-"),
-        ("mul", "multiply", np.multiply, "*"),
-        ("max", "maximum", np.maximum, "max"),
-        ("min", "minimum", np.minimum, "min"),
-    )
-    for name, verb, ufunc, symbol in binary_vec:
-        infix = symbol in "+-*"
-        expression = f"va[i] {symbol} vb[i]" if infix else f"{symbol}(va[i], vb[i])"
-        add(
-            mnemonic=f"v{name}",
-            fields=(vd(), va(), va("vb")),
-            group="vector",
-            unit="vector",
-            cost=elementwise,
-            summary=f"vector {verb}",
-            operation=f"vd[i] <- {expression} for i < VL",
-            example=f"v{name} [r8], [r9], [r10]",
-            semantics=semantics.elementwise(ufunc),
-        )
-        scalar_expression = f"va[i] {symbol} fs" if infix else f"{symbol}(va[i], fs)"
-        add(
-            mnemonic=f"v{name}s",
-            fields=(vd(), va(), fs("fs")),
-            group="vector",
-            unit="vector",
-            cost=elementwise,
-            summary=f"vector {verb} with a scalar",
-            operation=f"vd[i] <- {scalar_expression} for i < VL",
-            example=f"v{name}s [r8], [r9], f1",
-            semantics=semantics.elementwise(ufunc),
-        )
-    add(
-        mnemonic="vfma",
-        fields=(vd(access="readwrite"), va(), va("vb")),
-        group="vector",
-        unit="vector",
-        cost=elementwise,
-        summary="vector fused multiply-add",
-        operation="vd[i] <- va[i] * vb[i] + vd[i], rounded once, for i < VL",
-        example="vfma [r8], [r9], [r10]",
-        semantics=_fma,
-    )
-    add(
-        mnemonic="vfmas",
-        fields=(vd(access="readwrite"), va(), fs("fs")),
-        group="vector",
-        unit="vector",
-        cost=elementwise,
-        summary="vector fused multiply-add with a scalar",
-        operation="vd[i] <- va[i] * fs + vd[i], rounded once, for i < VL",
-        example="vfmas [r8], [r9], f1",
-        semantics=_fma,
-    )
-    add(
-        mnemonic="vmov",
-        fields=(vd(), va()),
-        group="vector",
-        unit="vector",
-        cost=elementwise,
-        summary="vector copy",
-        operation="vd[i] <- va[i] for i < VL",
-        example="vmov [r8], [r9]",
-        semantics=semantics.copy,
-    )
-    add(
-        mnemonic="vbcast",
-        fields=(vd(), fs("fs")),
-        group="vector",
-        unit="vector",
-        cost=elementwise,
-        summary="broadcast a scalar",
-        operation="vd[i] <- fs for i < VL",
-        example="vbcast [r8], f0",
-        semantics=lambda d, s: d.fill(s),
-    )
-    specials: tuple[tuple[str, str, Any, str], ...] = (
-        ("vexp", "exponential", np.exp, "exp(va[i])"),
-        ("vtanh", "hyperbolic tangent", np.tanh, "tanh(va[i])"),
-        ("vrecip", "reciprocal", _recip, "1 / va[i]"),
-        ("vrsqrt", "reciprocal square root", _rsqrt, "1 / sqrt(va[i])"),
-    )
-    for mnemonic, noun, function, expression in specials:
-        add(
-            mnemonic=mnemonic,
-            fields=(vd(), va()),
-            group="vector",
-            unit="vector",
-            cost=f"special_cycles * {elementwise}",
-            summary=f"vector {noun}",
-            operation=f"vd[i] <- {expression}, rounded once to fp32, for i < VL",
-            example=f"{mnemonic} [r8], [r9]",
-            semantics=_in_double(function),
-        )
-    reduce_cost = f"{elementwise} + reduce_cycles + ceil(log2(vl))"
-    add(
-        mnemonic="vredsum",
-        fields=(fd(), va()),
-        group="vector",
-        unit="vector",
-        cost=reduce_cost,
-        summary="sum of a vector",
-        operation="fd <- sum(va[i] for i < VL), rounded once to fp32",
-        description="The fp32 register is ready when the vector unit finishes; a scalar "
-        "instruction reading it earlier stalls the front end.",
-        example="vredsum f1, [r8]",
-        semantics=semantics.reduce_sum,
-    )
-    add(
-        mnemonic="vredmax",
-        fields=(fd(), va()),
-        group="vector",
-        unit="vector",
-        cost=reduce_cost,
-        summary="maximum of a vector",
-        operation="fd <- max(va[i] for i < VL) (NaN if any is NaN)",
-        example="vredmax f1, [r8]",
-        semantics=semantics.reduce_max,
+    table.vector_core(
+        cost="cdiv(vl, lanes)",
+        special_cost="special_cycles * cdiv(vl, lanes)",
+        reduce_cost="cdiv(vl, lanes) + reduce_cycles + ceil(log2(vl))",
     )
     # Matrix.
     k_field = F("k", Imm(1, p.lmem_words), doc="inner dimension")
@@ -1069,7 +675,7 @@ def _instructions(p: TileParams, rf: dict[str, RegisterFile]) -> tuple[Instructi
         example="mvac [r8], [r9], [r10], K",
         semantics=_mvac,
     )
-    return tuple(table)
+    return table.instructions()
 
 
 # -- the platform ------------------------------------------------------------------------------
