@@ -11,9 +11,11 @@ Options (`autotune:calls=8,seconds=120,time_cap=2`): `calls`, judgments per task
 template's own point included); `seconds`, wall seconds of searching (never past the attempt's
 wall budget); `time_cap`, seconds of GPU timing per config in a search judgment (a rougher
 ranking for a cheaper search; the final verdict is timed as always).
-On a device whose verdicts carry no times (`cpu`) nothing can be ranked: the agent judges the
-template's point and submits it when it passes (else the first point that does).
-A task that declares no knobs, or whose points all fail, gets the baseline.
+Where there is nothing to search the agent makes no judge call and says so in its transcript:
+a task that declares no knobs gets the baseline, and on a device whose verdicts carry no times
+(`cpu`, Triton's interpreter) no point can be ranked above another, so the template's own point
+is submitted unjudged (the runner's final judgment decides it, as it decides every submission).
+A task whose judged points all fail gets the baseline.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent
 from gauntlet.agents.evolve_log import GenerationRow
 from gauntlet.agents.options import number, parse_options
 from gauntlet.errors import JudgeError
+from gauntlet.judge.pipeline import device_is_timed
 from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.knobs import Value, apply, template_point
@@ -70,7 +73,7 @@ class AutotuneTrial(BaseModel):
     status: str
     """The feedback verdict's status (`pass`, `incorrect`, ...)."""
     speedup: float | None
-    """Geometric mean speedup over the visible configs (None: failed, or an untimed device)."""
+    """Geometric mean speedup over the visible configs (None: the point failed)."""
     duration_s: float
     reason: str = ""
 
@@ -116,23 +119,34 @@ class AutotuneAgent:
         tuning = ctx.task.spec.autotune
         if tuning is None:
             _write(ctx.workspace, ctx.task.baseline_files())
-            return self._finish(ctx, started, None, None, 0, 0, "no knobs declared: the baseline")
+            note = "no knobs declared: nothing to search; the baseline submitted unjudged"
+            return self._finish(ctx, started, None, None, 0, 0, note)
         space = KnobSpace(tuning.knobs, tuning.constraint)
         template = ctx.task.path(tuning.template).read_text(encoding="utf-8")
         start = space.point_of(template_point(template, tuning.template, tuning.knobs))
+        base = _base_files(ctx.task, tuning, ctx.workspace)
+        if not device_is_timed(ctx.device):
+            # A feedback judgment here says only whether a point is correct, which the final
+            # judgment says of the submitted point anyway: it would spend an interpreter
+            # judgment (one to two minutes on a busy CPU) on nothing the score uses.
+            knobs = space.assignment(start)
+            _write(ctx.workspace, _render(base, tuning, template, ctx.task, knobs))
+            note = (
+                f"device '{ctx.device}' is not timed: no point of {len(space)} can be ranked, "
+                f"so the template's own point {knobs} is submitted unjudged"
+            )
+            return self._finish(ctx, started, knobs, None, 0, len(space), note)
         search = Search(space, start, self.calls, ctx.seed)
         budget_s = ctx.budget.wall_s - _RESERVE_S
         if self.seconds is not None:
             budget_s = min(budget_s, self.seconds)
         best: tuple[float, Point] | None = None
         calls = 0
-        timed = True
         failure = ""
         with (
             tempfile.TemporaryDirectory(prefix="gauntlet-autotune-") as tmp,
             Judge(device=ctx.device, time_cap_s=self.time_cap_s) as judge,
         ):
-            base = _base_files(ctx.task, tuning, ctx.workspace)
             last_s = 0.0
             while calls < self.calls and self.clock() - started + last_s <= budget_s:
                 point = search.propose()
@@ -153,7 +167,6 @@ class AutotuneAgent:
                 shutil.rmtree(folder)
                 calls += 1
                 speedup = verdict.speedup if verdict.passed else None
-                timed = timed and (not verdict.passed or verdict.timed)
                 search.record(point, math.log(speedup) if speedup else None)
                 _append(
                     ctx.transcript,
@@ -167,23 +180,19 @@ class AutotuneAgent:
                         reason=verdict.reason[:_REASON_CHARS],
                     ),
                 )
-                if verdict.passed and (best is None or (speedup or 0.0) > best[0]):
-                    best = (speedup or 0.0, point)
-                if verdict.passed and not verdict.timed:
-                    break  # nothing to rank on an untimed device: the first pass is the answer
+                if speedup is not None and (best is None or speedup > best[0]):
+                    best = (speedup, point)
         if best is None:
             _write(ctx.workspace, ctx.task.baseline_files())
             note = f"no point of {len(space)} passed in {calls} judgments: the baseline{failure}"
             return self._finish(ctx, started, None, None, calls, len(space), note)
         knobs = space.assignment(best[1])
         _write(ctx.workspace, _render(base, tuning, template, ctx.task, knobs))
-        shown = f"speedup {best[0]:.3f}" if timed else "untimed device, correctness only"
         note = (
-            f"{search.kind} search, {calls} of {len(space)} points judged: {knobs} ({shown})"
-            f"{failure}"
+            f"{search.kind} search, {calls} of {len(space)} points judged: {knobs} "
+            f"(speedup {best[0]:.3f}){failure}"
         )
-        speedup = best[0] if timed else None
-        return self._finish(ctx, started, knobs, speedup, calls, len(space), note)
+        return self._finish(ctx, started, knobs, best[0], calls, len(space), note)
 
     def _finish(
         self,
@@ -220,6 +229,7 @@ def progress_rows(attempt_dir: Path) -> list[GenerationRow]:
         text = handle.read(_PROGRESS_BYTES).decode("utf-8", errors="replace")
     rows: list[GenerationRow] = []
     best: float | None = None
+    judge_s = 0.0
     for line in text.splitlines():
         try:
             trial = AutotuneTrial.model_validate_json(line)
@@ -227,6 +237,7 @@ def progress_rows(attempt_dir: Path) -> list[GenerationRow]:
             continue
         if trial.speedup is not None:
             best = trial.speedup if best is None else max(best, trial.speedup)
+        judge_s += trial.duration_s
         rows.append(
             GenerationRow(
                 generation=trial.index,
@@ -235,6 +246,7 @@ def progress_rows(attempt_dir: Path) -> list[GenerationRow]:
                 correct=int(trial.status == "pass"),
                 best_speedup=best,
                 judge_calls=trial.index + 1,
+                judge_s=round(judge_s, 3),
                 tokens=0,
                 cost_usd=0.0,
             )
