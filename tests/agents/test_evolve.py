@@ -197,6 +197,36 @@ def test_the_token_budget_counts_every_model_call(accel_context: MakeContext) ->
     assert len(server.requests) == 1
 
 
+def test_the_dollar_budget_counts_every_model_call(accel_context: MakeContext) -> None:
+    # 100k prompt tokens of gpt-4o-mini (the default price table's) cost more than $0.001.
+    script = [kernel("; a\n" + BASELINE, prompt_tokens=100_000)]
+    with FakeOpenAI(script) as server:
+        ctx = accel_context(server.base_url)
+        priced = ctx.model.model_copy(update={"model": "gpt-4o-mini"})
+        ctx = ctx.model_copy(update={"model": priced})
+        result = EvolveAgent(SearchSettings(generations=3, proposals=2, cost_usd=0.001)).run(ctx)
+    assert result.status == "budget_exhausted" and "cost budget of $0.001" in result.message
+    assert len(server.requests) == 1 and result.usage.cost_usd > 0.001
+
+
+def test_the_wall_budget_stops_the_search_with_its_best_in_place(
+    accel_context: MakeContext,
+) -> None:
+    now = [0.0]
+
+    def slow(request: dict[str, Any]) -> Answer:
+        now[0] += 400.0  # the model answers after the whole wall budget
+        return kernel(EXPERT)
+
+    with FakeOpenAI([slow]) as server:
+        ctx = accel_context(server.base_url, Budget(wall_s=300))
+        agent = EvolveAgent(SearchSettings(generations=3, proposals=2), clock=lambda: now[0])
+        result = agent.run(ctx)
+    assert result.status == "timeout" and "wall-clock budget exhausted" in result.message
+    assert len(server.requests) == 1
+    assert (ctx.workspace / "kernel.asm").read_text() == EXPERT
+
+
 def test_a_verifier_rejection_costs_no_judge_call(accel_context: MakeContext) -> None:
     script = [
         kernel(BROKEN),
@@ -260,6 +290,7 @@ def test_a_search_on_a_cpu_interpreter_task(
 
 def test_the_report_shows_a_search_per_generation(tmp_path: Path) -> None:
     from gauntlet.report.page import render_report
+    from tests.report.dom import search_tables
     from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
 
     builder = RunBuilder(tmp_path / "run", device="sim:npu")
@@ -278,20 +309,19 @@ def test_the_report_shows_a_search_per_generation(tmp_path: Path) -> None:
                 correct=correct,
                 speedup=speedup,
                 judge_calls=1,
+                judge_s=1.5,
                 tokens_in=100 * number,
                 cost_usd=0.01 * number,
             )
         )
-    html = render_report(run, bootstrap=FAST_BOOTSTRAP)
-    table = html.split('<table class="search">', 1)[1].split("</table>", 1)[0]
-    rows = [row.split("</tr>")[0] for row in table.split("<tr>")[2:]]
-    cells = [[cell.split("<")[0] for cell in row.split('class="num">')[1:]] for row in rows]
-    assert [c[:4] + c[5:7] for c in cells] == [
-        ["0", "1", "1", "1", "1", "0"],
-        ["1", "2", "2", "1", "3", "300"],
-        ["2", "1", "1", "1", "4", "600"],
+    (cells,) = search_tables(render_report(run, bootstrap=FAST_BOOTSTRAP))
+    # generation, candidates, judged, correct, best speedup, judge calls, judge s, tokens, cost
+    assert [c[:4] + c[5:8] for c in cells] == [
+        ["0", "1", "1", "1", "1", "1.5", "0"],
+        ["1", "2", "2", "1", "3", "4.5", "300"],
+        ["2", "1", "1", "1", "4", "6.0", "600"],
     ]
-    assert "5.80" in cells[1][4] and "5.80" in cells[2][4] and cells[2][7] == "$0.0600"
+    assert "5.80" in cells[1][4] and "5.80" in cells[2][4] and cells[2][8] == "$0.0600"
 
 
 @pytest.mark.gpu

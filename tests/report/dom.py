@@ -79,6 +79,42 @@ def value_cell(cells: list[Cell], **wanted: str) -> Cell:
     return cell
 
 
+class _SearchTables(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[list[str]]] = []
+        self.in_table = False
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table" and dict(attrs).get("class") == "search":
+            self.tables.append([])
+            self.in_table = True
+        elif tag == "tr" and self.in_table:
+            self.tables[-1].append([])
+        elif tag == "td" and self.in_table:
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self.cell is not None:
+            self.tables[-1][-1].append(" ".join("".join(self.cell).split()))
+            self.cell = None
+        elif tag == "table":
+            self.in_table = False
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def search_tables(html: str) -> list[list[list[str]]]:
+    """The body rows of each search agent's progress table (`table.search`), as cell texts."""
+    parser = _SearchTables()
+    parser.feed(html)
+    parser.close()
+    return [[row for row in table if row] for table in parser.tables]  # (the header: th only)
+
+
 def displayed(text: str, unit: Unit) -> float:
     """The number a formatted value shows (`62.5%` -> 0.625, `1.23×` -> 1.23)."""
     cleaned = text.split("[")[0].strip()

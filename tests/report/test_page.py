@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from gauntlet.agents.autotune import AutotuneChoice, AutotuneTrial
 from gauntlet.errors import ConfigError, RecordError
 from gauntlet.report import render_report, write_report
 from gauntlet.report.attempts import TRANSCRIPT_LIMIT_CHARS
 from gauntlet.score import score_run
 from gauntlet.store import RunStore
-from tests.report.dom import number_cells, value_cell
+from tests.report.dom import displayed, number_cells, search_tables, value_cell
 from tests.support.rundirs import FAST_BOOTSTRAP, RunBuilder
 
 
@@ -121,6 +122,35 @@ def test_a_run_mixing_cpu_and_timed_tasks_charts_the_timed_ones(tmp_path: Path) 
     html = render_report(run.write(), bootstrap=FAST_BOOTSTRAP)
     assert "<svg" in html and "No speed charts" not in html
     assert "Over the 2 of 3 tasks judged on a timed device" in html
+
+
+def test_an_autotune_attempt_shows_its_search_point_by_point(tmp_path: Path) -> None:
+    # The transcript `autotune` writes: one line per judged point, then its choice.
+    trials = [
+        AutotuneTrial(
+            index=number, search="grid", knobs={"RB": rb}, status=status, speedup=speedup,
+            duration_s=2.0, reason="",
+        ).model_dump(mode="json")
+        for number, (rb, status, speedup) in enumerate(
+            [(4, "pass", 2.0), (1, "incorrect", None), (2, "pass", 2.5), (8, "pass", 1.5)]
+        )
+    ]  # fmt: skip
+    choice = AutotuneChoice(
+        knobs={"RB": 2}, speedup=2.5, judge_calls=4, space_size=4, message="grid search"
+    ).model_dump(mode="json")
+    run = RunBuilder(tmp_path / "run", device="sim:npu")
+    run.add("accel/npu/a", "pass", agent="autotune", speedup=2.5, transcript=[*trials, choice])
+    run.add("accel/npu/a", "pass", agent="baseline", speedup=1.0)
+    (cells,) = search_tables(render_report(run.write(), bootstrap=FAST_BOOTSTRAP))
+    # generation (the judged point), candidates, judged, correct, best speedup so far, judge
+    # calls so far, judge seconds so far, tokens, cost: autotune spends judge time only.
+    assert [c[:4] + c[5:] for c in cells] == [
+        ["0", "1", "1", "1", "1", "2.0", "0", "$0.0000"],
+        ["1", "1", "1", "0", "2", "4.0", "0", "$0.0000"],
+        ["2", "1", "1", "1", "3", "6.0", "0", "$0.0000"],
+        ["3", "1", "1", "1", "4", "8.0", "0", "$0.0000"],
+    ]
+    assert [displayed(c[4], "speedup") for c in cells] == [2.0, 2.0, 2.5, 2.5]
 
 
 def test_missing_attempts_are_flagged(tmp_path: Path) -> None:

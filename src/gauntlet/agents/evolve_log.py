@@ -192,6 +192,8 @@ class GenerationRow(BaseModel):
     """The best selected candidate's speedup after this generation."""
     judge_calls: int
     """Judge calls so far."""
+    judge_s: float
+    """Seconds of judging so far (for `autotune`, its whole cost)."""
     tokens: int
     cost_usd: float
 
@@ -224,6 +226,7 @@ def generation_rows(attempt_dir: Path) -> list[GenerationRow]:
                 correct=sum(c.outcome == "judged" and c.correct for c in now),
                 best_speedup=max(speeds) if speeds else None,
                 judge_calls=sum(c.judge_calls for c in so_far),
+                judge_s=round(sum(c.judge_s for c in so_far), 3),
                 tokens=sum(c.tokens_in + c.tokens_out for c in so_far),
                 cost_usd=round(sum(c.cost_usd for c in so_far), 6),
             )
