@@ -42,6 +42,7 @@ from gauntlet import suites  # noqa: E402
 from gauntlet.agents.base import Budget  # noqa: E402
 from gauntlet.agents.llm import ChatClient, PriceTable  # noqa: E402
 from gauntlet.agents.verifiers import VERIFIER_NAMES, VerifierResult, verify  # noqa: E402
+from gauntlet.errors import ConfigError  # noqa: E402
 from gauntlet.task import Task, load_task  # noqa: E402
 from gauntlet.workspace import build_workspace  # noqa: E402
 
@@ -189,10 +190,21 @@ def main() -> int:
     args = parser.parse_args()
     if not args.scripted and not args.model:
         parser.error("give --model (and --base-url or OPENAI_API_KEY), or --scripted")
+    model_client = None
+    if not args.scripted:
+        try:
+            model_client = ChatClient(model=args.model, base_url=args.base_url)
+        except ConfigError as err:
+            raise SystemExit(f"measure_verifiers: {err}") from err
+        # A verifier whose call fails lets the item through (as in a search), so against a
+        # dead endpoint every item would come back unread: stop before the first call.
+        reason = model_client.unreachable()
+        if reason is not None:
+            raise SystemExit(f"measure_verifiers: {reason}")
     items = labeled_set()
     with tempfile.TemporaryDirectory(prefix="measure-verifiers-") as scratch:
         brief_of = briefs(items, Path(scratch))
-        if args.scripted:
+        if model_client is None:
             from tests.support.fake_openai import FakeOpenAI, say
 
             rng = random.Random(args.seed)
@@ -208,8 +220,7 @@ def main() -> int:
                 figures = measure(client, items, brief_of)
         else:
             model = args.model
-            client = ChatClient(model=args.model, base_url=args.base_url)
-            figures = measure(client, items, brief_of)
+            figures = measure(model_client, items, brief_of)
     table = markdown(figures, model)
     print(table)
     if args.out is not None:
