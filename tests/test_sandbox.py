@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import socket
 import sys
@@ -26,7 +27,8 @@ needs_bwrap = pytest.mark.skipif(
     sandbox.availability("bwrap") is not None,
     reason=f"bwrap is not usable here: {sandbox.availability('bwrap')}",
 )
-#: The sandboxes that contain an agent in namespaces, each skipped where it does not work.
+#: The sandboxes that contain an agent, each skipped where it does not work (docker: where no
+#: daemon answers, as in CI).
 CONTAINING = [
     pytest.param(
         kind,
@@ -35,7 +37,7 @@ CONTAINING = [
             reason=f"{kind} is not usable here: {sandbox.availability(kind)}",
         ),
     )
-    for kind in ("bwrap", "confine")
+    for kind in ("bwrap", "confine", "docker")
 ]
 
 PROBE = """\
@@ -184,41 +186,74 @@ def test_sandbox_kills_even_processes_that_left_the_session(kind: str, tmp_path:
     assert escapees(), "the escapee never started"
     finished = child.wait(timeout_s=0.5, kill_tree=True)
     assert finished.timed_out
+    for command in launch.cleanup:  # as the CLI agents do (docker: its container is killed)
+        process.run(command, timeout_s=30)
     deadline = time.monotonic() + 10
     while escapees() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [p for p in escapees() if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
-def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Docker itself is not available in CI: this checks the command that would be run.
+@pytest.mark.parametrize("network", [False, True])
+def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, network: bool) -> None:
+    # The command line alone, without a daemon (CI has none): the same view as bwrap's.
     monkeypatch.setattr(sandbox, "availability", lambda kind: None)
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name, path=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(sandbox, "_docker_root_image", lambda docker: "gauntlet-sandbox-root:x")
+    monkeypatch.setenv("DOCKER_HOST", "unix:///run/other.sock")
     home = tmp_path / "home"
     home.mkdir()
+    client = tmp_path / "clients" / "node_modules" / ".bin" / "claude"
+    client.parent.mkdir(parents=True)
+    client.write_text("#!/bin/sh\n")
+    client.chmod(0o755)
     launch = sandbox.prepare(
-        sandbox.SandboxSpec(kind="docker", network=False, image="agents:1"),
-        ["claude", "-p", "hi"],
+        sandbox.SandboxSpec(kind="docker", network=network),
+        [str(client), "-p", "hi"],
         workspace=tmp_path,
-        env={"PATH": "/x", "ANTHROPIC_API_KEY": "k", "HOME": str(home)},
+        env={"PATH": f"{client.parent}:/usr/bin", "ANTHROPIC_API_KEY": "k", "HOME": str(home)},
         writable=[home],
         name="gauntlet-attempt/1",
     )
     argv = launch.argv
-    assert argv[:2] == ["/usr/bin/docker", "run"] and argv[-4:] == [
-        "agents:1",
-        "claude",
-        "-p",
-        "hi",
-    ]
-    assert argv[argv.index("--network") + 1] == "none"
-    assert argv[argv.index("--name") + 1] == "gauntlet-attempt-1"
+    docker = argv[0]
+    assert argv[1:3] == ["run", "--rm"]
+    assert argv[-4:] == ["gauntlet-sandbox-root:x", str(client), "-p", "hi"]
+    assert argv[argv.index("--network") + 1] == ("host" if network else "none")
+    name = argv[argv.index("--name") + 1]
+    assert name.startswith("gauntlet-attempt-1-") and len(name) == len("gauntlet-attempt-1-") + 8
+    assert argv[argv.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
+    assert {"--read-only", "--init"} <= set(argv)
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
     volumes = [argv[i + 1] for i, a in enumerate(argv) if a == "--volume"]
-    assert volumes == [f"{tmp_path}:{tmp_path}", f"{home}:{home}"]
+    # The toolchain and the client's whole node_modules tree read-only, HOME writable, never
+    # /sbin (Docker's init lives there) nor the /etc files Docker writes itself.
+    assert "/usr:/usr:ro" in volumes
+    assert (
+        f"{tmp_path / 'clients' / 'node_modules'}:{tmp_path / 'clients' / 'node_modules'}:ro"
+        in volumes
+    )
+    assert f"{home}:{home}" in volumes
+    assert not [v for v in volumes if v.startswith(("/sbin", "/etc/hosts", "/etc/resolv.conf"))]
     envs = [argv[i + 1] for i, a in enumerate(argv) if a == "--env"]
-    assert envs == ["ANTHROPIC_API_KEY", "HOME"]  # names only: values stay out of argv
+    assert envs == ["ANTHROPIC_API_KEY", "HOME", "PATH"]  # names only: values stay out of argv
     assert launch.env["ANTHROPIC_API_KEY"] == "k"
-    assert launch.cleanup == [["/usr/bin/docker", "kill", "gauntlet-attempt-1"]]
+    assert launch.env["DOCKER_HOST"] == "unix:///run/other.sock"  # the client's own settings
+    assert launch.cleanup == [[docker, "kill", name]]
+
+
+def test_docker_root_image_holds_only_the_hosts_top_level_links() -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(sandbox._docker_root_tar())) as tar:
+        members = {m.name: (m.issym(), m.linkname) for m in tar.getmembers()}
+    expected = {
+        d.lstrip("/"): (True, os.readlink(d))
+        for d in sandbox.DOCKER_SYSTEM_DIRS
+        if Path(d).is_symlink()
+    }
+    assert members == expected
+    assert "sbin" not in members
 
 
 @pytest.mark.parametrize("kind", CONTAINING)
@@ -259,12 +294,14 @@ def test_a_linked_submission_does_not_smuggle_in_the_expert(
 
 
 def test_auto_takes_the_strongest_sandbox_that_works(monkeypatch: pytest.MonkeyPatch) -> None:
-    works = {"bwrap": None, "confine": None}
+    works = {"bwrap": None, "confine": None, "docker": None}
     monkeypatch.setattr(sandbox, "availability", lambda kind: works.get(kind))
     assert sandbox.resolve("auto") == ("bwrap", "")
     works["bwrap"] = "the 'bwrap' command is missing"
     assert sandbox.resolve("auto") == ("confine", "")
     works["confine"] = "user namespaces are disabled"
+    assert sandbox.resolve("auto") == ("docker", "")
+    works["docker"] = "the Docker daemon is not reachable"
     kind, note = sandbox.resolve("auto")
     assert kind == "none"
     assert "bwrap: the 'bwrap' command is missing" in note

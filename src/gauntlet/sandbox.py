@@ -3,7 +3,7 @@
 `prepare` turns an agent's command into the command that starts it inside the chosen sandbox:
 
 - `auto` (the default): the strongest sandbox that works on this machine, `bwrap`, else
-  `confine`, else `none` with a warning (`resolve` says which and why).
+  `confine`, else `docker`, else `none` with a warning (`resolve` says which and why).
 - `bwrap` (bubblewrap): a new mount, PID, IPC, UTS and user namespace (network too unless
   `network` is on). The file system holds only the workspace and the extra writable folders
   (read-write), the toolchain (read-only: `/usr`, a few files of `/etc`, the Python
@@ -15,9 +15,12 @@
   candidate workers with (standard library only), for machines without bubblewrap: user, PID,
   mount, IPC, UTS and network namespaces, a non-root id inside, every process it leaves killed
   with the namespace.
-- `docker`: `docker run` of an image that holds the agent's CLI and Kernel Gauntlet, with the
-  workspace and the extra folders mounted at the same paths. Untested in this repository's CI
-  (no Docker daemon there); see docs/agents.md.
+- `docker`: the same view in a container, for machines where user namespaces are closed to
+  unprivileged users but a Docker daemon answers: the host's toolchain and the agent's own
+  installation mounted read-only at the same paths, the workspace and the extra folders
+  writable, a fresh `/tmp`, no capabilities, a read-only root made by `docker import` from an
+  empty tree (no registry is needed). The container runs as the harness's user and is killed
+  (`Launch.cleanup`) as soon as its `docker run` client ends.
 - `none`: the command itself, in the workspace, with the scrubbed environment it is given. It
   contains nothing: the agent reads and writes whatever the user can. Only when asked for (or
   when `auto` finds no sandbox), and recorded with the attempt as unsandboxed.
@@ -26,10 +29,15 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 import logging
 import os
+import secrets
 import shutil
 import sys
+import tarfile
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +52,11 @@ logger = logging.getLogger(__name__)
 
 SandboxKind = Literal["auto", "bwrap", "confine", "docker", "none"]
 SANDBOX_KINDS: tuple[str, ...] = SandboxKind.__args__  # type: ignore[attr-defined]
-#: What `auto` tries, strongest first; `none` when neither works.
-AUTO_ORDER = ("bwrap", "confine")
+#: What `auto` tries, strongest first; `none` when none works.
+AUTO_ORDER = ("bwrap", "confine", "docker")
 
-#: Image `docker` runs when none is named: built by the user (docs/agents.md says how).
-DEFAULT_DOCKER_IMAGE = "kernel-gauntlet-agent:latest"
+#: The repository of the container root `docker` makes (tagged with a digest of its content).
+DOCKER_ROOT_IMAGE = "gauntlet-sandbox-root"
 
 #: Read-only system folders of the toolchain; top-level symlinks (`/bin -> usr/bin`) are kept.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
@@ -74,6 +82,14 @@ ETC_ENTRIES = (
     "mime.types",
 )
 
+#: Files of /etc that Docker writes into every container itself (not mounted from the host).
+DOCKER_ETC = ("hosts", "hostname", "resolv.conf")
+#: Where Docker mounts its init (`/sbin/docker-init`): a mount or link there would hide it, so
+#: it stays Docker's (the host's `/usr/sbin` is visible under `/usr`).
+DOCKER_INIT_DIR = "/sbin"
+#: The system folders a container shows, as links (`/bin -> usr/bin`) or read-only mounts.
+DOCKER_SYSTEM_DIRS = tuple(d for d in SYSTEM_DIRS if d != DOCKER_INIT_DIR)
+
 #: Seconds the usability probe of bwrap or docker may take.
 PROBE_TIMEOUT_S = 20.0
 
@@ -85,9 +101,8 @@ class SandboxSpec(BaseModel):
 
     kind: SandboxKind = "auto"
     network: bool = True
-    """Whether the agent can reach the network (CLI agents need it for their model's API)."""
-    image: str = DEFAULT_DOCKER_IMAGE
-    """The image, for `docker`."""
+    """Whether the agent can reach the network (CLI agents need it for their model's API): the
+    host's network, as the harness sees it (a model server on 127.0.0.1 included)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +139,7 @@ def prepare(
         readable: Further folders it may read (beyond the toolchain and the agent's binary).
         hidden: Paths that must stay invisible (the task folder); `bwrap` refuses to start when
             one of its binds would show them.
-        name: A name for the container (`docker`).
+        name: A name for the container (`docker`; a random suffix keeps it unique).
 
     Returns:
         The command, its environment and working directory, and the cleanup commands.
@@ -139,8 +154,6 @@ def prepare(
     problem = availability(kind)
     if problem is not None:
         raise ConfigError(f"sandbox '{kind}' is not usable here: {problem}")
-    if kind == "docker":
-        return _docker(spec, argv, workspace, env, writable, name)
     read_only = toolchain_paths() + binary_paths(argv[0], env.get("PATH", ""))
     read_only += [Path(p).resolve() for p in readable]
     read_write = [workspace, *(Path(p).resolve() for p in writable)]
@@ -157,6 +170,8 @@ def prepare(
             )
     if kind == "bwrap":
         return _bwrap(spec, argv, workspace, env, _outermost(read_only), read_write)
+    if kind == "docker":
+        return _docker(spec, argv, workspace, env, _outermost(read_only), read_write, name)
     return _confine(spec, argv, workspace, env, _outermost(read_only), read_write)
 
 
@@ -305,28 +320,84 @@ def _docker(
     argv: Sequence[str],
     workspace: Path,
     env: Mapping[str, str],
-    writable: Sequence[Path],
+    read_only: Sequence[Path],
+    read_write: Sequence[Path],
     name: str,
 ) -> Launch:
     docker = shutil.which("docker")
     assert docker is not None  # availability() checked it
-    container = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in name)
-    args = [docker, "run", "--rm", "--name", container, "--init"]
-    args += ["--network", "bridge" if spec.network else "none"]
-    args += ["--user", f"{os.getuid()}:{os.getgid()}"]
-    for path in [workspace, *(Path(p).resolve() for p in writable)]:
-        args += ["--volume", f"{path}:{path}"]
+    # Two runs may hold attempts of the same name; a container's name must be unique.
+    safe = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in name)
+    container = f"{safe}-{secrets.token_hex(4)}"
+    args = [docker, "run", "--rm", "--init", "--name", container]
+    # The host's network when on, as bwrap and confine share it: a model server on 127.0.0.1
+    # answers (a bridge network would not reach it).
+    args += ["--network", "host" if spec.network else "none"]
+    args += ["--user", f"{os.getuid()}:{os.getgid()}", "--read-only", "--cap-drop", "ALL"]
+    args += ["--security-opt", "no-new-privileges"]
+    args += ["--tmpfs", "/tmp:rw,exec,mode=1777"]
+    volumes = [
+        (Path(d), True) for d in DOCKER_SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()
+    ]
+    volumes += [
+        (Path("/etc", e), True)
+        for e in ETC_ENTRIES
+        if e not in DOCKER_ETC and Path("/etc", e).exists()
+    ]
+    volumes += [(p, True) for p in read_only] + [(p, False) for p in read_write]
+    for path, ro in volumes:
+        if ":" in str(path):
+            raise ConfigError(f"sandbox 'docker' cannot mount '{path}': its path holds a ':'")
+        args += ["--volume", f"{path}:{path}" + (":ro" if ro else "")]
     args += ["--workdir", str(workspace)]
     for key in sorted(env):
-        if key != "PATH":
-            args += ["--env", key]  # the value comes from the docker client's environment
-    args += [spec.image, *argv]
+        args += ["--env", key]  # the value comes from the docker client's environment
+    args += [_docker_root_image(docker), *argv]
+    # The client itself needs the user's Docker settings (another daemon, a context).
+    client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
     return Launch(
         argv=args,
-        env=dict(env) | {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        env=dict(env) | client_env,
         cwd=workspace,
         cleanup=[[docker, "kill", container]],
     )
+
+
+def _docker_root_tar() -> bytes:
+    """The container's root: the host's top-level links (`/bin -> usr/bin`), nothing else.
+
+    Every folder the agent sees is a mount; the links make paths such as `/bin/sh` and the
+    loader's `/lib64/...` resolve as on the host.
+    """
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for entry in DOCKER_SYSTEM_DIRS:
+            path = Path(entry)
+            if path.is_symlink():
+                info = tarfile.TarInfo(entry.lstrip("/"))
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(path)
+                tar.addfile(info)
+    return buffer.getvalue()
+
+
+@functools.cache
+def _docker_root_image(docker: str) -> str:
+    """The root image's tag, imported into the daemon when it is not there yet.
+
+    Raises:
+        ConfigError: Docker cannot import it.
+    """
+    content = _docker_root_tar()
+    tag = f"{DOCKER_ROOT_IMAGE}:{hashlib.sha256(content).hexdigest()[:16]}"
+    if process.run([docker, "image", "inspect", tag], timeout_s=PROBE_TIMEOUT_S).returncode == 0:
+        return tag
+    made = process.run([docker, "import", "-", tag], timeout_s=PROBE_TIMEOUT_S, stdin_data=content)
+    if made.returncode != 0:
+        raise ConfigError(
+            f"sandbox 'docker' cannot make its root image '{tag}': {made.stderr.strip()}"
+        )
+    return tag
 
 
 def _system_binds() -> list[str]:
@@ -409,4 +480,24 @@ def _docker_problem() -> str | None:
     if finished.returncode != 0:
         detail = finished.stderr.strip().splitlines()
         return f"the Docker daemon is not reachable ({detail[-1] if detail else 'no answer'})"
+    # A container must really start with the mounts: some daemons refuse a read-only root,
+    # dropped capabilities or the host network.
+    true = shutil.which("true") or "/usr/bin/true"
+    with tempfile.TemporaryDirectory(prefix="gauntlet-docker-probe-") as tmp:
+        try:
+            launch = _docker(
+                SandboxSpec(kind="docker", network=False),
+                [true],
+                Path(tmp),
+                {"PATH": "/usr/bin:/bin"},
+                [],
+                [Path(tmp)],
+                "gauntlet-probe",
+            )
+        except ConfigError as err:
+            return str(err)
+        started = process.run(launch.argv, env=launch.env, timeout_s=PROBE_TIMEOUT_S)
+    if started.returncode != 0:
+        detail = started.stderr.strip().splitlines()
+        return f"docker cannot start a container ({detail[-1] if detail else started.returncode})"
     return None

@@ -101,7 +101,9 @@ def solving_script(agent: str, task: Task, workspace: Path) -> list[Step]:
             after(
                 server, lambda out: "gauntlet-ws" in out, call("exec_command", cmd=write), "TASK.md"
             ),
-            call("exec_command", cmd="gauntlet-ws test"),
+            # The judge may take longer than Codex's default 10 s wait for a command's output
+            # on a loaded machine; a model asks for a longer wait the same way.
+            call("exec_command", cmd="gauntlet-ws test", yield_time_ms=120_000),
             after(
                 server,
                 lambda out: passed in out,

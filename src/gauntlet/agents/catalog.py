@@ -50,11 +50,11 @@ def describe_sandboxes() -> list[SandboxInfo]:
     for kind in sandbox.SANDBOX_KINDS:
         problem = sandbox.availability(kind)
         detail = {
-            "auto": "the default: the first of bwrap, confine that works, else none",
+            "auto": "the default: the first of bwrap, confine, docker that works, else none",
             "none": "unsandboxed: the agent reads and writes what the user can (flagged)",
             "bwrap": "only the workspace writable, toolchain read-only, the rest invisible",
             "confine": "as bwrap, through gauntlet's own namespace launcher",
-            "docker": "a container of the agent image (untested in CI)",
+            "docker": "as bwrap, in a container (needs a Docker daemon)",
         }[kind]
         if kind == "auto":
             chosen, note = sandbox.resolve(kind)

@@ -12,9 +12,9 @@ Budgets are enforced from outside: the wall clock by killing the agent's whole p
 and turns, tokens and dollars by killing it as soon as its usage shows the budget spent.
 
 Options (`claude-code:key=value,...`): `sandbox` (auto, bwrap, confine, docker, none),
-`network` (on, off), `image` (docker), `prices` (a price table file). Defaults come from
-`GAUNTLET_SANDBOX` (else `auto`: the strongest sandbox that works here, `sandbox.resolve`),
-`GAUNTLET_SANDBOX_NETWORK` and `GAUNTLET_DOCKER_IMAGE`. `generic:'<command>'` takes a command
+`network` (on, off), `prices` (a price table file). Defaults come from `GAUNTLET_SANDBOX` (else
+`auto`: the strongest sandbox that works here, `sandbox.resolve`) and
+`GAUNTLET_SANDBOX_NETWORK`. `generic:'<command>'` takes a command
 (placeholders `{prompt}`, `{workspace}`, `{model}`, `{turns}`; the prompt also arrives on
 stdin), after the same options if wanted: `generic:sandbox=bwrap,network=off:'<command>'`.
 """
@@ -58,11 +58,7 @@ from gauntlet.agents.llm import PriceTable
 from gauntlet.agents.options import flag, parse_options
 from gauntlet.agents.tools import Toolbox
 from gauntlet.errors import ConfigError
-from gauntlet.settings import (
-    DOCKER_IMAGE_ENV,
-    SANDBOX_ENV,
-    SANDBOX_NETWORK_ENV,
-)
+from gauntlet.settings import SANDBOX_ENV, SANDBOX_NETWORK_ENV
 from gauntlet.settings import WS_SOCKET_ENV as SOCKET_ENV
 from gauntlet.workspace import turn_limit
 from gauntlet.ws import ToolServer
@@ -93,9 +89,9 @@ CODEX_PROVIDER = "gauntlet"
 OPENAI_URL = "https://api.openai.com/v1"
 
 OPTIONS = {
-    "sandbox": "auto (the default: bwrap, else confine, else none), bwrap, confine, docker or none",
+    "sandbox": "auto (the default: bwrap, else confine, else docker, else none), bwrap, confine, "
+    "docker or none",
     "network": "on or off: whether the sandbox reaches the network",
-    "image": "the docker image",
     "prices": "a TOML or JSON price table file (model = {input_per_mtok, output_per_mtok})",
 }
 
@@ -334,8 +330,7 @@ class CLIAgent:
         self.command = command or []
         self.prices = prices if prices is not None else PriceTable()
         binary = self.command[0] if self.command else profile.binary
-        # In a container the image's binary runs, found on the image's own PATH.
-        resolved = binary if kind == "docker" else find_binary(profile, binary)
+        resolved = find_binary(profile, binary)
         if resolved is None:
             remedy = f"; install it with: {profile.install}" if profile.install else ""
             raise ConfigError(
@@ -693,8 +688,7 @@ def _sandbox_from(agent_name: str, options: dict[str, str]) -> sandbox.SandboxSp
     network = flag(
         agent_name, "network", options.get("network", os.environ.get(SANDBOX_NETWORK_ENV, "on"))
     )
-    image = options.get("image", os.environ.get(DOCKER_IMAGE_ENV, sandbox.DEFAULT_DOCKER_IMAGE))
-    return sandbox.SandboxSpec(kind=kind, network=network, image=image)  # type: ignore[arg-type]
+    return sandbox.SandboxSpec(kind=kind, network=network)  # type: ignore[arg-type]
 
 
 def _prices(options: dict[str, str]) -> PriceTable | None:
@@ -706,7 +700,7 @@ def _named(name: str) -> Callable[[str], CLIAgent]:
         options = parse_options(name, argument, OPTIONS)
         return CLIAgent(PROFILES[name], _sandbox_from(name, options), prices=_prices(options))
 
-    factory.__doc__ = f"`{name}[:sandbox=...,network=...,image=...,prices=FILE]`."
+    factory.__doc__ = f"`{name}[:sandbox=...,network=...,prices=FILE]`."
     return factory
 
 

@@ -6,9 +6,8 @@ that works here, all at once, within `CHECK_TIMEOUT_S`: no model is called. (aid
 `--version` imports all of aider, over a second on its own: its interpreter imports the
 `aider` package and prints its version instead, from the same files.) A client that
 answers in a sandbox has what it needs there (its install prefix, its runtime, its platform
-binary or virtual environment are bound); one that does not gets the reason (its last line of
-output, or that it did not answer in time). `docker` is not checked this way: a container runs
-the image's own client, not the one installed here.
+binary or virtual environment are bound, or mounted into the container); one that does not gets
+the reason (its last line of output, or that it did not answer in time).
 """
 
 from __future__ import annotations
@@ -89,8 +88,6 @@ def check_clients(timeout_s: float = CHECK_TIMEOUT_S) -> list[ClientCheck]:
 def _not_checked(kind: str) -> str | None:
     if sandbox.availability(kind) is not None:
         return "the sandbox is not usable here"
-    if kind == "docker":
-        return "not checked: a container runs the image's own client"
     return None
 
 
@@ -116,7 +113,9 @@ def _version_argv(executable: str) -> list[str]:
 
 def _problem(finished: process.Finished, timeout_s: float) -> str | None:
     if finished.timed_out:
-        return f"no answer to --version within {timeout_s:g} s"
+        # On a busy machine a container's start alone can take a second: say how busy it was.
+        load = os.getloadavg()[0]
+        return f"no answer to --version within {timeout_s:g} s (load average {load:.1f})"
     if finished.returncode != 0 or not finished.stdout.strip():
         lines = (finished.stderr or finished.stdout).strip().splitlines()
         how = finished.signal_name or f"code {finished.returncode}"
