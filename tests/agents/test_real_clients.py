@@ -4,8 +4,8 @@ Each client, installed by `make clients` (skipped, with the reason, where it is 
 as `gauntlet run` runs it, in each sandbox that works here, pointed at a scripted server that
 speaks its own API: it reads the brief, calls `gauntlet-ws`, writes a kernel that the judge
 passes, and the usage recorded (model calls, tokens in, cached and out) is what the server
-answered. A turn budget, a wall-clock budget and an API error each end as they should, with
-the usage up to then kept.
+answered. A turn, token, dollar or wall-clock budget and an API error each end as they should,
+with the usage up to then kept.
 """
 
 from __future__ import annotations
@@ -201,19 +201,57 @@ def test_the_client_solves_the_task_in_each_sandbox(
     assert verdict.status == "pass", verdict.reason
 
 
+#: Dollars per million tokens, in and out, of the price table the cost budget is tested with:
+#: each scripted call (1000 tokens in, 50 out) costs $1.05.
+PRICE_PER_MTOK = 1000.0
+#: Budget kind -> (the budget, the model calls that spend it, its words in the message).
+BUDGETS = {
+    "turns": (Budget(wall_s=180, turns=2), 3, "turn budget of 2 exhausted"),
+    "tokens": (Budget(wall_s=180, tokens=2500), 3, "token budget of 2500 exhausted"),
+    "cost": (Budget(wall_s=180, cost_usd=2.0), 2, "cost budget of $2 exhausted"),
+}
+
+
+@pytest.mark.parametrize("spent", sorted(BUDGETS))
 @pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
-def test_a_turn_budget_stops_the_client(real_client: RealClient, scale_task, make_context) -> None:
+def test_a_turn_token_or_cost_budget_kills_the_client_and_keeps_its_usage(
+    real_client: RealClient, spent: str, scale_task, make_context, tmp_path: Path
+) -> None:
     agent = real_client.agent
-    budget = Budget(wall_s=180, turns=2)
+    budget, calls, words = BUDGETS[spent]
+    prices = tmp_path / "prices.toml"
+    prices.write_text(
+        f"fake-model = {{input_per_mtok = {PRICE_PER_MTOK}, output_per_mtok = {PRICE_PER_MTOK}}}\n"
+    )
+    ctx, _ = make_context(
+        scale_task, budget=budget, model=ModelSettings(model="fake-model", base_url="x")
+    )
     with SERVERS[agent](endless_script(agent, 12)) as server:
-        result, _ = run_client(agent, "auto", server, make_context, scale_task, budget)
+        ctx = ctx.model_copy(
+            update={"model": ModelSettings(model="fake-model", base_url=server.base_url)}
+        )
+        result = make_agent(f"{agent}:sandbox=auto,prices={prices}").run(ctx)
     assert result.status == "budget_exhausted", result.message
-    # What was served up to the stop is recorded; the client was stopped at the third call
-    # at the latest (Claude Code stops itself at its --max-turns).
-    assert 2 <= result.usage.turns <= 3, result.usage
-    assert result.usage.turns <= len(server.served.turns)
-    served = server.served.turns[: result.usage.turns]
-    assert result.usage.tokens_in == sum(t.tokens_in for t in served)
+    usage = result.usage
+    # Claude Code stops itself at its --max-turns, after the last call the budget allows.
+    if not (agent == "claude-code" and spent == "turns"):
+        assert words in result.message, result.message
+    # The client was killed at the call that spent the budget, or the next one at the latest
+    # (Codex's usage of a call reaches its rollout a moment after the call), and what was
+    # served up to then is recorded.
+    low = calls - 1 if (agent, spent) == ("claude-code", "turns") else calls
+    assert low <= usage.turns <= calls + 1, usage
+    assert usage.turns <= len(server.served.turns)
+    served = server.served.turns[: usage.turns]
+    assert usage.tokens_in == sum(t.tokens_in for t in served)
+    # Claude Code may be killed while the last answer streams (its input tokens alone spent the
+    # budget): that call's output tokens are counted as far as they streamed.
+    finished_out = sum(t.tokens_out for t in served[:-1])
+    assert finished_out < usage.tokens_out <= finished_out + served[-1].tokens_out
+    if agent != "claude-code":
+        assert usage.tokens_out == finished_out + served[-1].tokens_out
+    tokens = usage.tokens_in + usage.tokens_out
+    assert usage.cost_usd == pytest.approx(tokens * PRICE_PER_MTOK / 1e6)
 
 
 @pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
