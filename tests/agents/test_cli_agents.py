@@ -315,3 +315,37 @@ def test_generic_command_placeholders_stdin_and_usage_lines(scale_task, make_con
     lines = [json.loads(line) for line in ctx.transcript.read_text().splitlines()]
     assert lines[0] == {"type": "seen", "args": [str(ws.path), "m1", "15"], "stdin_has_brief": True}
     assert lines[1] == {"type": "text", "text": "plain text line"}
+
+
+def test_a_client_missing_where_the_attempt_runs_is_an_agent_error_with_the_remedy(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run's pre-flight found it, the attempt's own process (another host, say) does not:
+    # the remedy is the agent's message, and the untouched template is never judged.
+    from gauntlet.agents.child import run_in_child
+
+    ctx, ws = make_context(scale_task)
+    result = run_in_child("generic:sandbox=none:no-such-client-4711 -p x", ctx)
+    assert result.status == "error"
+    assert result.message.startswith(
+        "the agent could not start: agent 'generic' needs the 'no-such-client-4711' command"
+    ), result.message
+    assert "Traceback" not in result.message
+    assert workspace_changes(ws) == {}
+
+
+def test_a_client_gone_before_its_start_is_an_error_naming_it(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    client = tmp_path / "bin" / "claude"
+    client.parent.mkdir()
+    client.write_text("#!/bin/sh\n")
+    client.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{client.parent}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    agent = make_agent("claude-code:sandbox=none")
+    client.unlink()
+    ctx, _ = make_context(scale_task)
+    result = agent.run(ctx)
+    assert result.status == "error"
+    assert result.message.startswith(f"claude-code could not be started ({client})"), result.message

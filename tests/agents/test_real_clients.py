@@ -11,11 +11,14 @@ with the usage up to then kept.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from gauntlet import sandbox
@@ -300,4 +303,56 @@ def test_an_api_error_is_an_agent_error_with_the_clients_message(
         )
     assert (record.status, record.agent_status) == ("agent_error", "error"), record.agent_message
     assert "scripted refusal 4711" in record.agent_message
+    assert record.verdict is None
+
+
+def crash_client(server: FakeModelServer) -> Step:
+    """A step that aborts the client asking it (SIGABRT, as a failed assertion does), unanswered."""
+
+    def step(body: dict[str, Any]) -> Turn:
+        port = int(server.root_url.rsplit(":", 1)[1])
+        asking = {
+            c.pid
+            for c in psutil.net_connections(kind="tcp")
+            if c.raddr and c.raddr.port == port and c.pid and c.pid != os.getpid()
+        }
+        assert asking, "no process is connected to the server"
+        for pid in asking:
+            os.kill(pid, signal.SIGABRT)
+        return Turn(text="never read")
+
+    return step
+
+
+@pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
+def test_a_crashed_client_is_an_agent_error_never_judged(
+    real_client: RealClient, scale_task, tmp_path: Path
+) -> None:
+    agent = real_client.agent
+    store = RunStore(tmp_path / "run")
+    server = SERVERS[agent]([])
+    server.script.append(crash_client(server))
+    with server:
+        config = RunConfig(
+            agents=[agent],
+            model=ModelSettings(model="fake-model", base_url=server.base_url),
+            budget=Budget(wall_s=120),
+        )
+        store.create(
+            RunInfo(
+                run_id="run",
+                created_at=now(),
+                task_ids=[scale_task.task_id],
+                agents=[agent],
+                device="cpu",
+                budget=config.budget,
+                seed_hash="-",
+            )
+        )
+        record = run_attempt(
+            store, Job(task=scale_task, agent=agent, index=0, device="cpu"), config, secret=5
+        )
+    assert not server.failures, server.failures
+    assert (record.status, record.agent_status) == ("agent_error", "error"), record.agent_message
+    assert f"{agent} exited with" in record.agent_message, record.agent_message
     assert record.verdict is None

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from gauntlet import process
 from gauntlet.agents.base import AgentContext, AgentResult, Usage, make_agent
+from gauntlet.errors import ConfigError
 from gauntlet.task import Task
 
 #: Seconds past the wall budget that an agent gets to stop by itself before it is killed.
@@ -75,6 +76,10 @@ def main(argv: list[str]) -> int:
     ctx = AgentContext.model_validate({**raw["context"], "task": task})
     try:
         result = make_agent(raw["spec"]).run(ctx)
+    except ConfigError as err:
+        # The agent cannot be made here (its binary or key missing on this host, as on a Ray
+        # node without the client): the remedy, not a traceback.
+        result = AgentResult(status="error", message=f"the agent could not start: {err}")
     except Exception:  # noqa: BLE001 - an agent's failure is recorded, never a dead run
         result = AgentResult(status="error", message=traceback.format_exc(limit=8)[-4000:])
     result_path.write_text(result.model_dump_json())
