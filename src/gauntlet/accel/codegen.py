@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from gauntlet.accel import semantics
 from gauntlet.accel.isa import (
     Enum,
     Field,
@@ -58,6 +59,7 @@ _CACHE_BLOCKS = 4096
 #: Semantics the generated code writes as an expression instead of a call; the result is the
 #: same Python operation on the same values.
 _INFIX: dict[Any, str] = {
+    semantics.same: "{0}",
     operator.add: "{0} + {1}",
     operator.sub: "{0} - {1}",
     operator.mul: "{0} * {1}",
@@ -411,6 +413,15 @@ class _Names(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(self.values[node.id]), node)
         raise ValueError(f"formula uses unknown name '{node.id}'")
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 - ast visitor protocol
+        # cdiv(a, b) written out as `gauntlet.expr` defines it, -(-a // b): the cost of nearly
+        # every vector instruction, computed without a call.
+        if isinstance(node.func, ast.Name) and node.func.id == "cdiv" and len(node.args) == 2:
+            a, b = (self.visit(arg) for arg in node.args)
+            negated = ast.BinOp(ast.UnaryOp(ast.USub(), a), ast.FloorDiv(), b)
+            return ast.copy_location(ast.UnaryOp(ast.USub(), negated), node)
+        return self.generic_visit(node)
+
 
 class _Instance:
     """The lines of one data instruction with its operands bound, inside a block."""
@@ -452,7 +463,8 @@ class _Instance:
         tree = ast.parse(text, mode="eval")
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                self.block.share(f"FN_{node.func.id}", f"m.env[{node.func.id!r}]")
+                if node.func.id != "cdiv":
+                    self.block.share(f"FN_{node.func.id}", f"m.env[{node.func.id!r}]")
         return ast.unparse(_Names(self.values, self.info.functions).visit(tree))
 
     # -- source ---------------------------------------------------------------------------
@@ -500,7 +512,7 @@ class _Instance:
             name = f"WORK_{'_'.join(dims)}_{index}"
             args = [*args, self.block.share(name, f"m.work(({', '.join(dims)},), {index})")]
         template = _INFIX.get(semantics)
-        if template is not None and len(args) == 2:
+        if template is not None and template.count("{") == len(args):
             expression = template.format(*args)
         else:
             expression = f"C{self.k}({', '.join(args)})"
@@ -594,7 +606,11 @@ class _Instance:
             # Words once written stay written: later reads of the range need no check.
             entry.written = True
         self.may_fault = True
-        self.pending.append(f"m.check_pending({sid}, {address}, {stop}, {writes})")
+        # A write's check covers a later read of the same words (it faults on every pending
+        # transfer a read would fault on), so that read needs none.
+        check = f"m.check_pending({sid}, {address}, {stop}, {{}})"
+        if check.format(True) not in self.pending and check.format(writes) not in self.pending:
+            self.pending.append(check.format(writes))
         if writes and not entry.written:
             if words == "vl":
                 self.uses.add("ONES_VL")

@@ -142,7 +142,7 @@ class Table:
             summary="load an integer immediate",
             operation=f"{rd.name} <- imm",
             example=f"{{mn}} {y}, {d.scale} * {d.scale}",
-            semantics=lambda imm: imm,
+            semantics=semantics.same,
         )
         self._scalar(
             "mov",
@@ -150,7 +150,7 @@ class Table:
             summary="copy an integer register",
             operation=f"{rd.name} <- {rs.name}",
             example=f"{{mn}} {z}, {y}",
-            semantics=lambda v: v,
+            semantics=semantics.same,
         )
         binary_int: tuple[tuple[str, str, Callable[[int, int], int], str], ...] = (
             ("add", "add", operator.add, "{d} <- {a} + {b}"),
@@ -207,7 +207,7 @@ class Table:
             summary="load an fp32 immediate",
             operation=f"{fd.name} <- fp32(imm)",
             example=f"{{mn}} {f}1, -inf",
-            semantics=lambda v: v,
+            semantics=semantics.same,
         )
         self._scalar(
             "fmov",
@@ -215,7 +215,7 @@ class Table:
             summary="copy an fp32 register",
             operation=f"{fd.name} <- {fs.name}",
             example=f"{{mn}} {f}2, {f}1",
-            semantics=lambda v: v,
+            semantics=semantics.same,
         )
         binary_float: tuple[tuple[str, str, Callable[[float, float], float], str], ...] = (
             ("fadd", "add", operator.add, "{d} <- {a} + {b}"),
@@ -266,7 +266,7 @@ class Table:
             summary=f"load {d.address_noun}",
             operation=f"{ad.name} <- imm",
             example=f"{{mn}} {a}4, y + 256",
-            semantics=lambda v: v,
+            semantics=semantics.same,
         )
         self._scalar(
             "mova",
@@ -274,7 +274,7 @@ class Table:
             summary=f"copy {d.address_noun} register",
             operation=f"{ad.name} <- {as_.name}",
             example=f"{{mn}} {a}5, {a}0",
-            semantics=lambda v: v,
+            semantics=semantics.same,
         )
         self._scalar(
             "adda",

@@ -20,6 +20,7 @@ rare cases (faults, dependencies, queue stalls), so they may be slow and thoroug
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections import deque
 from collections.abc import Mapping
@@ -601,10 +602,17 @@ def bursts_touched(address: int, rows: int, row_bytes: int, stride: int, burst: 
     Row i starts at byte `address + i * stride`; a row that starts inside a burst moves that
     whole burst, so an unaligned row of one burst's length moves two.
     """
+    first = address % burst
     if rows == 1 or stride % burst == 0:
-        first = address % burst
         return rows * ((first + row_bytes - 1) // burst + 1)
-    starts = address + stride * np.arange(rows, dtype=np.int64)
+    # A row's count depends only on where it starts within a burst, so only the address and the
+    # stride modulo the burst matter: kernels repeat a few shapes, and the sum is cached.
+    return _unaligned_bursts(first, rows, row_bytes, stride % burst, burst)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unaligned_bursts(first: int, rows: int, row_bytes: int, stride: int, burst: int) -> int:
+    starts = first + stride * np.arange(rows, dtype=np.int64)
     return int(((starts + row_bytes - 1) // burst - starts // burst + 1).sum())
 
 

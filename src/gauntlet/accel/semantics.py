@@ -18,6 +18,11 @@ import numpy as np
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
+def same(a: Any) -> Any:
+    """The operand itself (moves and immediates); the simulator inlines it."""
+    return a
+
+
 def fmax(a: float, b: float) -> float:
     """Max with NaN propagation."""
     return math.nan if a != a or b != b else max(a, b)

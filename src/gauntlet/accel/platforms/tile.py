@@ -175,8 +175,10 @@ def _start(m: Machine, unit: int, ranges: tuple[tuple[int, int, int, bool], ...]
         t = m.queue_stall(queue[0], t)
         m.t = t
     start = max(t, m.free[unit])
-    if any(m.horizon[u] > start for u in m.compute_units):
-        start = m.deps(unit, start, ranges)
+    horizon = m.horizon
+    for u in m.compute_units:
+        if horizon[u] > start:
+            return m.deps(unit, start, ranges)
     return start
 
 
