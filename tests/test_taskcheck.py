@@ -144,6 +144,39 @@ def test_a_numeric_list_of_the_domain_needs_its_smallest_and_largest_value(
     assert _reach(tmp_path / "b", _fixed("n = 5000, block = 32", "n = 1, block = 128"), domain).ok
 
 
+def test_a_domain_that_admits_odd_sizes_needs_an_odd_fixed_config(tmp_path: Path) -> None:
+    # Both ends are reached (4800 >= 0.9 x 5000, and the minimum itself), but by even sizes only.
+    domain = "n = { min = 2, max = 5000 }"
+    even = _reach(tmp_path / "a", _fixed("n = 4800", "n = 2"), domain)
+    assert not even.ok
+    assert (
+        "task 'triton2triton/scale_add' parameter 'n': the domain admits odd sizes but every "
+        "fixed hidden value is even (2, 4800); add a config to configs.hidden.fixed, or change "
+        "one, with an odd n such as 4999" in even.detail
+    )
+    assert _reach(tmp_path / "b", _fixed("n = 4801", "n = 2"), domain).ok
+    # A numeric list with an odd value needs it (or another odd one) too.
+    listed = f"{DOMAIN}\nkernel = {{ values = [2, 3, 4] }}"
+    ends = ["n = 5000, kernel = 2", "n = 1, kernel = 4"]
+    assert (
+        "parameter 'kernel': the domain admits odd sizes"
+        in _reach(tmp_path / "c", _fixed(*ends), listed).detail
+    )
+    assert _reach(tmp_path / "d", _fixed(*ends, "n = 7, kernel = 3"), listed).ok
+
+
+def test_a_domain_that_draws_only_even_sizes_needs_no_odd_config(tmp_path: Path) -> None:
+    fixed = _fixed("n = 5000", "n = 2")
+    assert _reach(tmp_path / "a", fixed, "n = { min = 2, max = 5000, multiple_of = 2 }").ok
+    even = {"count = 1\n": 'count = 1\nconstraint = "n % 2 == 0"\n'}
+    assert _reach(tmp_path / "b", fixed, "n = { min = 2, max = 5000 }", **even).ok
+    # An odd step draws odd multiples: 3 x 1665 = 4995 is one.
+    odd_step = _reach(
+        tmp_path / "c", _fixed("n = 4998", "n = 6"), "n = { min = 3, max = 5000, multiple_of = 3 }"
+    )
+    assert "with an odd n such as 4995" in odd_step.detail
+
+
 def test_input_distributions_need_no_fixed_config(tmp_path: Path) -> None:
     # Every config runs under every distribution of [inputs]: nothing to cover per config.
     fixed = _fixed("n = 5000", "n = 1")

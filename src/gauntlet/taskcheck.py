@@ -8,7 +8,8 @@
   beyond the tolerance (`gauntlet.importers.degeneracy`);
 - the expert solution, where shipped, passes every config and beats the baseline where timed;
 - the fixed hidden configs reach the extremes of the hidden domain (`domain_reach`): a kernel
-  that only handles part of the declared sizes, dtypes or choices fails a fixed config.
+  that only handles part of the declared sizes (the largest, the smallest, odd ones), dtypes or
+  choices fails a fixed config.
 
 The judge-based checks run the real judge on the task's own files; the reference checks run the
 task's trusted reference in this process; the domain check reads only `task.toml`.
@@ -115,6 +116,8 @@ def domain_reach(task: Task) -> CheckResult:
     - an integer range, or a list of numbers: some fixed config sets it to at least
       (1 - REACH) x the largest value the domain admits, and some to at most the smallest
       value / (1 - REACH); values beyond the domain count;
+    - an integer range, or a list of integers, that admits an odd value: some fixed config
+      sets it to an odd value (a kernel that assumes even or vectorized sizes fails one);
     - a list of other values (dtypes, flags, names): each value is set by some fixed config.
 
     "Admits" honours the domain's `constraint`: the largest `cols` of `rows * cols <= 65536`
@@ -177,7 +180,38 @@ def _short(task: Task, name: str, dom: Domain) -> list[str]:
             f"{least or 'no fixed hidden config sets it'}; {remedy} with {name} <= "
             f"{_show(need_bottom)}"
         )
+    if integral and not any(v % 2 for v in numbers):
+        odd = (
+            _odd_value(dom, admits, int(bottom), int(top))
+            if dom.values is None
+            else max((int(v) for v in allowed if int(v) % 2), default=None)
+        )
+        if odd is not None:
+            shown = ", ".join(_show(v) for v in sorted(set(numbers))) or "none"
+            problems.append(
+                f"{where}: the domain admits odd sizes but every fixed hidden value is even "
+                f"({shown}); {remedy} with an odd {name} such as {odd}"
+            )
     return problems
+
+
+def _odd_value(
+    dom: Domain, admits: Callable[[int], bool], smallest: int, largest: int
+) -> int | None:
+    """The largest odd value near either end that a range draws and its constraint admits.
+
+    None where it draws only even values. Drawn values are multiples of `multiple_of` (or the
+    range's minimum itself), so an even step never draws an odd size; an odd step draws its odd
+    multiples.
+    """
+    step = dom.multiple_of
+    low, _ = _bounds(dom)
+    candidates = {low} if step > 1 else set()
+    if step % 2:
+        top, bottom = largest // step, -(-smallest // step)
+        candidates |= {step * (top - 1 + top % 2), step * (bottom + 1 - bottom % 2)}
+    odd = [v for v in candidates if v % 2 and smallest <= v <= largest and admits(v)]
+    return max(odd, default=None)
 
 
 def _bounds(dom: Domain) -> tuple[int, int]:
