@@ -20,10 +20,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
-# Every task the devices here can run, with the built-in agents that need no model or key
-# (autotune at its default budget of 8 judge calls a task; docs/agents.md says what it adds).
+# The `standard` suite's tasks (every task but most of the tile platform's; tasks/suites.toml)
+# that the devices here can run, with the built-in agents that need no model or key (autotune
+# at its default budget of 8 judge calls a task; docs/agents.md says what it adds).
 run: $(VENV)/.installed
-	$(VENV)/bin/gauntlet run --out $(RUN_OUT) --parallel 2 \
+	$(VENV)/bin/gauntlet run --suite standard --out $(RUN_OUT) --parallel 2 \
 		--agent baseline --agent expert --agent autotune
 	$(VENV)/bin/gauntlet report $(RUN_OUT)
 

@@ -1,4 +1,5 @@
-"""Suites the importers add to a tasks folder's suites.toml (`suites.add_suite`)."""
+"""Suites: which tasks a suite's patterns take (`suites.in_suite`), the suite `make run` runs,
+and the suites the importers add to a tasks folder's suites.toml (`suites.add_suite`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,28 @@ import pytest
 from gauntlet import suites
 from gauntlet.errors import ConfigError
 from gauntlet.importers import ImportReport, ProblemReport
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_last_matching_pattern_decides_and_a_bang_takes_tasks_out() -> None:
+    patterns = ["*", "!accel/tile/*", "accel/tile/gemm"]
+    assert suites.in_suite("accel/npu/gemm", patterns)
+    assert not suites.in_suite("accel/tile/relu", patterns)
+    assert suites.in_suite("accel/tile/gemm", patterns)
+    assert not suites.in_suite("smoke/a", ["!smoke/*"])
+    assert suites.in_suite("smoke/a", ["other/*", "smoke/*"])
+
+
+def test_make_run_takes_every_task_but_most_tile_tasks_which_their_suite_keeps() -> None:
+    table = suites.suites()
+    assert "--suite standard" in (ROOT / "Makefile").read_text(encoding="utf-8")
+    ids = suites.task_ids()
+    standard = [i for i in ids if suites.in_suite(i, table["standard"])]
+    tile = [i for i in ids if i.startswith("accel/tile/")]
+    assert [i for i in ids if i not in standard] == [i for i in tile if i not in standard]
+    assert 3 <= len([i for i in tile if i in standard]) <= 4 < len(tile)
+    assert all(suites.in_suite(i, table["accel-tile"]) for i in tile)
 
 
 def test_a_suite_is_appended_once_and_never_rewritten(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ def task_ids(root: Path | None = None) -> list[str]:
 
 
 def suites(root: Path | None = None) -> dict[str, list[str]]:
-    """Suite name -> id glob patterns, from `suites.toml`; `all` is implicit."""
+    """Suite name -> id glob patterns (`in_suite`), from `suites.toml`; `all` is implicit."""
     base = root or tasks_root()
     path = base / SUITES_FILE
     table: dict[str, list[str]] = {"all": ["*"]}
@@ -42,6 +42,20 @@ def suites(root: Path | None = None) -> dict[str, list[str]]:
             raise TaskFormatError(str(path), name, "expected a list of task id patterns")
         table[name] = patterns
     return table
+
+
+def in_suite(task_id: str, patterns: Sequence[str]) -> bool:
+    """Whether a task id is in a suite of these patterns.
+
+    The last pattern that matches the id decides; one that starts with `!` takes the ids it
+    matches out, so `["*", "!accel/tile/*", "accel/tile/gemm"]` is every task but the tile
+    platform's, and its gemm.
+    """
+    member = False
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(task_id, pattern.removeprefix("!")):
+            member = not pattern.startswith("!")
+    return member
 
 
 def add_suite(name: str, patterns: list[str], root: Path | None = None) -> bool:
@@ -93,7 +107,7 @@ def select(
         raise UnknownNameError(
             "suite", name, sorted(table), f"suites are defined in {base / SUITES_FILE}"
         )
-    ids = [i for i in task_ids(base) if any(fnmatch.fnmatchcase(i, p) for p in table[name])]
+    ids = [i for i in task_ids(base) if in_suite(i, table[name])]
     patterns = [pattern] if isinstance(pattern, str) else list(pattern or [])
     if patterns:
         ids = [i for i in ids if any(fnmatch.fnmatchcase(i, p) for p in patterns)]
