@@ -118,6 +118,34 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "expert.files.main.py",
         "not a submission file",
     ),
+    "bad reference mode": (
+        edit('entry = "reference"\n', 'entry = "reference"\nmode = "float32"\n'),
+        "reference.mode",
+        "'float64' or 'native'",
+    ),
+    "missing checker": (
+        edit("[baseline]", '[check]\nfile = "check.py"\nentry = "check"\n\n[baseline]'),
+        "check.file",
+        "file 'check.py' does not exist",
+    ),
+    "checker on a backward task": (
+        lambda f: (
+            edit("[baseline]", '[check]\nfile = "reference.py"\nentry = "reference"\n\n[baseline]')(
+                f
+            ),
+            edit("[baseline]", '[backward]\nwrt = ["x"]\n\n[baseline]')(f),
+        ),
+        "check",
+        "a backward task's gradients are compared",
+    ),
+    "output with a gradient": (
+        lambda f: (
+            edit('template = "baseline.py"', 'template = "baseline.py"\noutputs = ["y"]')(f),
+            edit("[baseline]", '[backward]\nwrt = ["y"]\n\n[baseline]')(f),
+        ),
+        "submission.outputs",
+        "a buffer the submission fills has no gradient",
+    ),
     "reference not python": (
         lambda f: (f / "reference.py").write_text("def reference(:\n"),
         "line 1",

@@ -34,8 +34,12 @@ ParamValue = int | float | str | bool
 
 TRACKS: tuple[str, ...] = Track.__args__  # type: ignore[attr-defined]
 
-#: Input distributions the judge knows by name; `make_inputs` receives one of them.
-DISTRIBUTIONS = ("normal", "uniform", "scaled", "heavy_tailed", "special", "ones", "integers")
+#: Input distributions the judge knows by name; `make_inputs` receives one of them. `problem`:
+#: the imported problem's own generator draws the inputs (GPU MODE's `generate_input`, whose
+#: structured inputs, such as planted spectra, are the problem).
+DISTRIBUTIONS = (
+    "normal", "uniform", "scaled", "heavy_tailed", "special", "ones", "integers", "problem"
+)  # fmt: skip
 
 #: Bytes per element of the dtypes task configs may name, for roofline expressions (`itemsize`).
 ITEMSIZE = {
@@ -113,6 +117,16 @@ class CodeRef(_Model):
     """Name of the function (or class) in that file."""
 
 
+class ReferenceSpec(CodeRef):
+    """The reference: the ground truth, and how the judge computes it."""
+
+    mode: Literal["float64", "native"] = "float64"
+    """`float64`: called on the inputs upcast to float64 (the ground truth of dtype-generic
+    code); `native`: called on the inputs as drawn, so the expected values are the reference's
+    own in its own dtypes (code that is not dtype-generic, or whose precision is the contract,
+    such as GPU MODE's references run under TF32 off)."""
+
+
 class InputsSpec(CodeRef):
     """The input generator: `make_inputs(config: dict, seed: int, distribution: str)`."""
 
@@ -141,6 +155,9 @@ class SubmissionSpec(_Model):
     """Task file copied into the workspace as the submission's starting point."""
     max_bytes: int = Field(default=200_000, gt=0)
     """Largest accepted size of one submission file."""
+    outputs: list[str] = Field(default_factory=list)
+    """Inputs the submission may write: destination buffers it is given to fill (GPU MODE's
+    preallocated outputs). Every other input must come back unchanged."""
     adapter: CodeRef | None = None
     """A task function that binds the submission's entry to the call contract, per config:
     `adapter(entry, config_params, device) -> callable(*inputs)`. Task code run in the
@@ -347,7 +364,7 @@ class TaskSpec(_Model):
     """For `accel`: the simulated platform (`npu`, `rvv`)."""
     devices: list[str] | None = None
     """Device kinds the task runs on (`cpu`, `cuda`, `sim:npu`); default from the track."""
-    reference: CodeRef
+    reference: ReferenceSpec
     inputs: InputsSpec
     baseline: CodeRef | None = None
     """The kernel speedups are measured against; `None` for `torch2*` (the reference is)."""
@@ -356,6 +373,11 @@ class TaskSpec(_Model):
     tolerance: ToleranceSpec
     roofline: RooflineSpec
     backward: BackwardSpec | None = None
+    check: CodeRef | None = None
+    """A custom checker, `check(inputs, output) -> (ok, message)`: task code the judge runs in
+    its trusted reference process (never the candidate's) on the trial's own inputs and the
+    candidate's output, instead of the element-wise comparison (invariants such as an
+    eigendecomposition's residuals, or a source's own tolerance rule)."""
     expert: ExpertSpec | None = None
     budget: BudgetSpec = BudgetSpec()
     autotune: AutotuneSpec | None = None
@@ -522,6 +544,18 @@ def _check_track(spec: TaskSpec, toml_path: Path) -> None:
         )
     if spec.baseline is None and not spec.track.startswith("torch2"):
         raise TaskFormatError(where, "baseline", f"track '{spec.track}' needs a [baseline]")
+    if spec.check is not None and spec.backward is not None:
+        raise TaskFormatError(
+            where, "check", "a checker judges outputs; a backward task's gradients are compared"
+        )
+    written = set(spec.submission.outputs) & set(spec.backward.wrt if spec.backward else [])
+    if written:
+        raise TaskFormatError(
+            where,
+            "submission.outputs",
+            f"{sorted(written)} are also in backward.wrt: a buffer the submission fills has "
+            "no gradient",
+        )
 
 
 def _check_files(task: Task, toml_path: Path) -> None:
@@ -531,6 +565,8 @@ def _check_files(task: Task, toml_path: Path) -> None:
         refs.append(("baseline", spec.baseline))
     if spec.submission.adapter is not None:
         refs.append(("submission.adapter", spec.submission.adapter))
+    if spec.check is not None:
+        refs.append(("check", spec.check))
     for key, ref in refs:
         path = _existing(task, toml_path, f"{key}.file", ref.file)
         if path.suffix == ".py" and ref.entry not in _top_level_names(path, toml_path, key):

@@ -627,9 +627,7 @@ class _Instance:
             fresh = self.block.share(f"FR_{space}", f"m.sram[{space!r}].fresh")
             zeros = self.block.share("ZEROS", "m.zeros")
             writeback.append(f"{fresh}[{address}:{stop}] = {zeros}[:{words}]")
-        if space in self.info.shared and (str(sid), address, stop, True) not in accesses:
-            # As for the pending checks, a write of the same words stands for a read of them
-            # in the scoreboard: whatever a read conflicts with, the write does too.
+        if space in self.info.shared:
             accesses.append((str(sid), address, stop, writes))
         view = self.view(f, spec.align, spec.words, data, address, stop, fixed, static)
         if view.isidentifier():

@@ -35,11 +35,7 @@ F64 = np.float64
 
 
 def _fma(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-    # a * b + d in float64, in place in one temporary: the same values as the expression.
-    total = a.astype(F64)
-    total *= b
-    total += d
-    d[...] = total
+    d[...] = a.astype(F64) * b + d
 
 
 def _recip(d: np.ndarray, a: np.ndarray) -> None:

@@ -118,6 +118,14 @@ class WorkerRequest(_Frame):
     submission: SubmissionSpec | None
     adapter: EntrySpec | None = None
     """The task's adapter of the submission's entry (`[submission] adapter`), for the candidate."""
+    reference_mode: Literal["float64", "native"] = "float64"
+    """How the reference worker computes the expected values (`[reference] mode`)."""
+    outputs: list[str] = Field(default_factory=list)
+    """Inputs the submission may write (`[submission] outputs`): the candidate's in-place check
+    leaves them out; the reference worker checks that they are inputs."""
+    check: EntrySpec | None = None
+    """The task's checker (`[check]`), for the reference worker only: after its references it
+    judges the candidate outputs the orchestrator sends it (`CheckOutput`)."""
     configs: list[ConfigSpec]
     timing: dict[str, TimingSpec]
 
@@ -130,6 +138,25 @@ class Command(_Frame):
     """For `time`: the configs to time, in order."""
     keep: bool = False
     """For `next`: send the output of the call just made (a sampled call)."""
+
+
+class CheckOutput(_Frame):
+    """A candidate's output for the task's checker, to the reference worker (tensors follow).
+
+    Sent by the orchestrator, which has already checked that every item is a plain tensor on
+    the judged device; the reference worker rebuilds the trial's (or the sampled timed call's)
+    inputs from their seeds, so the checker never sees anything of the candidate's but these
+    bytes.
+    """
+
+    command: Literal["check"]
+    config: Name
+    trial: Index | None = None
+    """The checked trial; None for a sampled timed call (`position`)."""
+    position: Index | None = None
+    """The sampled timed call, for its perturbed inputs."""
+    container: Name | None
+    """`tuple` or `list` when the output is a container of the tensors, None for one tensor."""
 
 
 # --- Events: worker -> orchestrator ----------------------------------------------------------
@@ -357,6 +384,17 @@ class ReferenceTrial(_Frame):
     baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
 
 
+class CheckResult(_Frame):
+    """The task's checker's verdict on one candidate output (`CheckOutput`)."""
+
+    event: Literal["check_result"]
+    config: Name
+    trial: Index | None = None
+    position: Index | None = None
+    ok: bool
+    message: Text
+
+
 # --- The simulator worker (accelerator assembly): trusted code, data in and out -------------
 
 
@@ -411,7 +449,8 @@ Event = Annotated[
     | WorkerFailed
     | Done
     | ReferenceSample
-    | ReferenceTrial,
+    | ReferenceTrial
+    | CheckResult,
     Field(discriminator="event"),
 ]
 
@@ -442,6 +481,13 @@ def parse_request(header: dict[str, Any]) -> WorkerRequest:
 
 def parse_command(header: dict[str, Any]) -> Command:
     """A command after the request."""
+    return Command.model_validate(header)
+
+
+def parse_check(header: dict[str, Any]) -> CheckOutput | Command:
+    """What a reference worker serving the task's checker reads: an output to check, or `stop`."""
+    if header.get("command") == "check":
+        return CheckOutput.model_validate(header)
     return Command.model_validate(header)
 
 

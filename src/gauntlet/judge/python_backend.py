@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,7 @@ import psutil
 from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
-from gauntlet.errors import JudgeError, WorkerLost
+from gauntlet.errors import JudgeError
 from gauntlet.judge import (
     attribution,
     correctness,
@@ -50,6 +50,7 @@ from gauntlet.judge.channel import (
     ChannelClosed,
     ChannelTimeout,
     ProtocolError,
+    write_frame,
 )
 from gauntlet.judge.seeds import derive_seed
 from gauntlet.judge.timing import TimingPlan, clock_disagreement
@@ -76,6 +77,8 @@ class PythonBackend:
         ]
         if task.spec.baseline is not None:
             reference_modules.append(Path(task.spec.baseline.file).stem)
+        if task.spec.check is not None:
+            reference_modules.append(Path(task.spec.check.file).stem)
         for name, text in submission.files.items():
             if not name.endswith(".py"):
                 continue
@@ -112,19 +115,8 @@ class PythonBackend:
         return BuildResult(True, artifact=folder)
 
     def evaluate(self, request: EvalRequest) -> Evaluation:
-        """Run the reference and candidate workers on the configs and compare their outputs.
-
-        A worker lost where only the judge's code ran (`WorkerLost`: killed, or out of memory
-        before the submission was started) costs the judgment a second try with new workers,
-        never a verdict against the submission; a second loss is the judge's error.
-        """
-        try:
-            return _Evaluation(request).run()
-        except WorkerLost as lost:
-            logger.warning("judging '%s' again with new workers: %s", request.task.task_id, lost)
-            evaluation = _Evaluation(request, spares_allowed=False).run()
-            evaluation.environment["rejudged"] = f"the first try's {lost}"
-            return evaluation
+        """Run the reference and candidate workers on the configs and compare their outputs."""
+        return _Evaluation(request).run()
 
 
 @dataclass
@@ -282,10 +274,8 @@ _REFERENCES = _ReferenceCache(limit_bytes=psutil.virtual_memory().total // 4)
 
 
 class _Evaluation:
-    def __init__(self, request: EvalRequest, *, spares_allowed: bool = True) -> None:
+    def __init__(self, request: EvalRequest) -> None:
         self.request = request
-        self.spares_allowed = spares_allowed
-        """Whether workers may come from the open `Judge`'s spares (not on a second try)."""
         self.task = request.task
         timed = request.timed and request.device.startswith(("cuda", "rocm"))
         plan = TimingPlan(
@@ -301,6 +291,9 @@ class _Evaluation:
         self.containment = ""
         """How the candidate's process was confined (recorded in the verdict's environment)."""
         artifact = request.build.artifact
+        self.checker: _Worker | None = None
+        """The reference worker serving the task's checker (`[check]`), once its references
+        are in."""
         self.shown_paths = (str(artifact) if artifact else "", str(self.task.root))
         """Where the candidate's process sees its submission and the task's files (a spare's
         slot, or where they are), for cutting its tracebacks to the submission's frames."""
@@ -414,9 +407,18 @@ class _Evaluation:
                 entry(file=spec.baseline.file, entry=spec.baseline.entry) if spec.baseline else None
             ),
             wrt=spec.backward.wrt if spec.backward else [],
+            # The task's own baseline (the reference bound to the entry's name) already takes
+            # the task's inputs: only a submission is bound through the adapter.
             adapter=(
                 entry(file=spec.submission.adapter.file, entry=spec.submission.adapter.entry)
-                if spec.submission.adapter
+                if spec.submission.adapter and not self.request.is_baseline
+                else None
+            ),
+            reference_mode=spec.reference.mode,
+            outputs=spec.submission.outputs if role == "candidate" else [],
+            check=(
+                entry(file=spec.check.file, entry=spec.check.entry)
+                if spec.check is not None and role == "reference"
                 else None
             ),
             allowed_ops=spec.allowed_calls,
@@ -456,7 +458,7 @@ class _Evaluation:
 
     def _worker(self, role: spares.Role, request: protocol.WorkerRequest) -> _Worker:
         """A started worker for `role`: a spare of the open `Judge` service, else a new one."""
-        pool = spares.active() if self.spares_allowed else None
+        pool = spares.active()
         spare = None
         if pool is not None:
             spare = pool.take(role, self.request.device, self.task.root)
@@ -513,7 +515,9 @@ class _Evaluation:
         keys = {
             s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
         }
-        missing = [s for s in self.states if not self._load_cached([s], keys)]
+        # A task's checker runs in the reference worker, so with one that worker always starts.
+        checked = self.task.spec.check is not None
+        missing = [s for s in self.states if checked or not self._load_cached([s], keys)]
         self._missing = missing
         reference = None
         evaluation: Evaluation | None = None
@@ -532,9 +536,9 @@ class _Evaluation:
             # The workers import PyTorch (seconds) while another judgment may hold the GPU; they
             # touch it only once told to start, with the device held.
             started = time.monotonic()
-            for worker, role in ((reference, "reference"), (candidate, "candidate")):
+            for worker in (reference, candidate):
                 if worker is not None:
-                    worker.await_ready(started + STARTUP_S, role)
+                    worker.await_ready(started + STARTUP_S)
             phases: dict[str, float] = {
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
@@ -544,7 +548,7 @@ class _Evaluation:
                 if waited is not None:
                     phases["device_wait"] = waited
                 # Another judgment of this task may have computed the references meanwhile.
-                if reference is not None and self._load_cached(missing, keys):
+                if reference is not None and not checked and self._load_cached(missing, keys):
                     reference.close()
                     reference = None
                 for worker in (reference, candidate):
@@ -557,6 +561,7 @@ class _Evaluation:
                     phases.update({f"reference.{step}": s for step, s in steps.items()})
                     for state in missing:
                         _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
+                self.checker = reference if checked else None
                 evaluation = self._collect_candidate(candidate)
             evaluation.phases_s = {**phases, **evaluation.phases_s}
             evaluation.environment["containment"] = self.containment
@@ -626,9 +631,7 @@ class _Evaluation:
         while True:
             try:
                 event, tensors = worker.read_event(deadline)
-            except ChannelClosed as err:
-                raise _lost(worker, "reference", err) from err
-            except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+            except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
                 finished = worker.finish()
                 raise JudgeError(
                     f"the reference worker of task '{self.task.task_id}' failed "
@@ -687,6 +690,35 @@ class _Evaluation:
         session = _CandidateSession(self, worker)
         return session.run()
 
+    def checked(
+        self, order: protocol.CheckOutput, tensors: list[torch.Tensor]
+    ) -> protocol.CheckResult:
+        """The task's checker's verdict on a candidate output, from the reference worker.
+
+        The orchestrator forwards the output's bytes only; the checker's failures are the
+        task's, so anything but the one result asked for is the judge's error.
+        """
+        worker, check = self.checker, self.task.spec.check
+        assert worker is not None and check is not None
+        where = f"the checker of task '{self.task.task_id}' ({check.file})"
+        try:
+            write_frame(worker.handle.command_fd, protocol.frame(order), tensors)
+            event, _ = worker.read_event(time.monotonic() + self.task.spec.timeout_s)
+        except (OSError, ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+            finished = worker.finish()
+            raise JudgeError(
+                f"{where} failed ({type(err).__name__}: {err}; exit {finished.returncode}): "
+                f"{finished.stderr[-3000:]}"
+            ) from err
+        if isinstance(event, protocol.WorkerFailed):
+            raise JudgeError(f"{where} failed in the reference worker:\n{event.traceback}")
+        asked = (order.config, order.trial, order.position)
+        if not isinstance(event, protocol.CheckResult):
+            raise JudgeError(f"{where} answered {event.event!r} to the output of {asked}")
+        if (event.config, event.trial, event.position) != asked:
+            raise JudgeError(f"{where} answered about {event.config, event.trial, event.position}")
+        return event
+
     def _to_time(self, results: dict[str, ConfigResult]) -> list[str]:
         """Configs worth timing: all of them, when every checked config was right."""
         if not all(r.correct for r in results.values()):
@@ -721,6 +753,26 @@ class _Evaluation:
         # the reference's NaN/Inf pattern.
         for position in state.sampled:
             outputs = sampled[position]
+            if spec.check is not None:
+                # The task's checker judges a timed call's output as it judges a trial's.
+                order = protocol.CheckOutput(
+                    command="check",
+                    config=state.config.name,
+                    position=position,
+                    container=state.reference[0].expected.container,
+                )
+                verdict = self.checked(order, outputs)
+                if not verdict.ok:
+                    wrong = result.model_copy(
+                        update={
+                            "correct": False,
+                            "reason": f"timed call {position}: the task's checker refused the "
+                            f"output: {verdict.message} (the kernel computes differently when "
+                            "timed than when checked)",
+                        }
+                    )
+                    return wrong, ""
+                continue
             sample = state.samples[position]
             if len(outputs) != len(sample.outputs):
                 return result, f"timed call {position} returned {len(outputs)} outputs"
@@ -847,6 +899,10 @@ class _CandidateSession:
                     "the submission's process was stopped reaching around the judge during "
                     f"{where}: {said[-1][:300] if said else 'no message'}",
                 ) from None
+            if finished.returncode == confine.SETUP_FAILED and "confine:" in finished.stderr:
+                raise JudgeError(
+                    f"cannot confine the candidate's process: {finished.stderr.strip()[-500:]}"
+                ) from None
             how = (
                 f"was killed by {finished.signal_name}"
                 if finished.signal_name
@@ -903,7 +959,8 @@ class _CandidateSession:
             start = self._expect(event, protocol.ConfigStart, f"the start of config {name}")
             if start.config != name:
                 raise _Breach(f"expected the start of config {name}, got {start.config!r}")
-            self.current = check = _ConfigCheck(self.task, state, self.ev.request.device)
+            checker = self.ev.checked if self.task.spec.check is not None else None
+            self.current = check = _ConfigCheck(self.task, state, self.ev.request.device, checker)
             for index in range(len(state.trials)):
                 waiting = time.monotonic()
                 event, tensors = self._next(timeout, f"config {state.config.label()}")
@@ -1168,11 +1225,19 @@ def _clock_environment(config: str, clocks: Mapping[str, Mapping[str, float]]) -
     }
 
 
+#: The orchestrator's way to the task's checker (`_Evaluation.checked`).
+_Checker = Callable[[protocol.CheckOutput, list["torch.Tensor"]], protocol.CheckResult]
+
+
 class _ConfigCheck:
     """Accumulates one config's trial checks into a ConfigResult."""
 
-    def __init__(self, task: Task, state: _ConfigState, device: str) -> None:
+    def __init__(
+        self, task: Task, state: _ConfigState, device: str, checker: _Checker | None = None
+    ) -> None:
         self.task = task
+        self.checker = checker
+        """The task's checker, which then decides the values instead of the comparison."""
         self.state = state
         self.config = state.config
         self.device = device
@@ -1196,13 +1261,19 @@ class _ConfigCheck:
         ref = self.state.reference[index]
         trial = self.state.trials[index]
         where = f"trial {index} ({trial.distribution} inputs)"
-        meta_problem = correctness.check_meta(ref.expected, event.output, self.device)
+        meta_problem = correctness.check_meta(
+            ref.expected, event.output, self.device, values=self.checker is None
+        )
         if meta_problem:
             self._fail(f"{where}: {meta_problem}")
             return
         if event.mutated:
             names = ", ".join(f"'{n}'" for n in event.mutated)
             self._fail(f"{where}: the submission changed its input {names} in place")
+            return
+        if self.checker is not None:
+            self._task_check(event, tensors, ref.expected, where)
+            self._check_repeat(event, where)
             return
         n_out = len(ref.outputs)
         spec = self.task.spec
@@ -1274,7 +1345,37 @@ class _ConfigCheck:
             if not result.ok:
                 self._fail(f"{where}: {result.reason}")
                 return
-        if index == 0 and not event.repeated:
+        self._check_repeat(event, where)
+
+    def _task_check(
+        self,
+        event: protocol.CandidateTrial,
+        tensors: list[torch.Tensor],
+        expected: protocol.OutputInfo,
+        where: str,
+    ) -> None:
+        """The trial's output judged by the task's checker (in the reference worker)."""
+        assert self.checker is not None
+        if len(tensors) != len(expected.items):
+            self._fail(
+                f"{where}: the result holds {len(tensors)} tensors, not {len(expected.items)}"
+            )
+            return
+        # The reference's container, not the candidate's word for its own.
+        order = protocol.CheckOutput(
+            command="check",
+            config=self.config.name,
+            trial=event.trial,
+            container=expected.container,
+        )
+        verdict = self.checker(order, tensors)
+        if not verdict.ok:
+            self._fail(f"{where}: the task's checker refused the output: {verdict.message}")
+
+    def _check_repeat(self, event: protocol.CandidateTrial, where: str) -> None:
+        """Two calls on the same input agree as the task's `[determinism]` asks."""
+        spec = self.task.spec
+        if event.trial == 0 and not event.repeated:
             self._fail(f"{where}: the repeated call on the same input was not reported")
         elif event.repeated:
             diff = event.repeat_max_diff
@@ -1301,24 +1402,6 @@ class _ConfigCheck:
             match_fraction=self.match,
             trials=self.trials,
         )
-
-
-def _lost(worker: _Worker, role: str, err: Exception) -> JudgeError:
-    """The error for a worker that died where only the judge's code ran, with its last words.
-
-    A confinement that cannot be set up is this machine's lasting problem, not a loss that a
-    second try would mend.
-    """
-    finished = worker.finish()
-    if finished.returncode == confine.SETUP_FAILED and "confine:" in finished.stderr:
-        return JudgeError(f"cannot confine the {role}'s process: {finished.stderr.strip()[-500:]}")
-    how = (
-        f"killed by {finished.signal_name}"
-        if finished.signal_name
-        else f"exited with code {finished.returncode}"
-    )
-    said = finished.stderr.strip()[-1500:]
-    return WorkerLost(f"{role} worker {how} ({err})" + (f": {said}" if said else ""))
 
 
 class _Worker:
@@ -1359,21 +1442,16 @@ class _Worker:
         """The worker's process."""
         return self.handle.child
 
-    def await_ready(self, deadline: float, role: str) -> None:
+    def await_ready(self, deadline: float) -> None:
         """Wait until the worker has imported its trusted code and waits to be started.
 
-        Raises:
-            WorkerLost: It died first: only the judge's code had run in it (a submission runs
-                after 'start'), so the loss is never the submission's.
-
-        Anything else that comes (an error report, a timeout, a bad frame) is kept for the
-        next `read_event`, where the collectors turn it into a verdict or a judge error.
+        Anything else that comes (an error report, a closed channel, a timeout, a bad frame)
+        is kept for the next `read_event`, where the collectors turn it into a verdict or a
+        judge error.
         """
         try:
             frame = self.read_event(deadline)
-        except ChannelClosed as err:
-            raise _lost(self, role, err) from err
-        except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
             self._early = err
             return
         if not isinstance(frame[0], protocol.Ready):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from gauntlet.judge import protocol, timing
-from gauntlet.judge.channel import FrameReader, write_frame
+from gauntlet.judge.channel import ChannelClosed, FrameReader, write_frame
 from gauntlet.judge.correctness import elements_per_chunk
 from gauntlet.judge.overflow import rounds_to_infinity
 
@@ -406,8 +406,12 @@ def _entry(root: Path, spec: protocol.EntrySpec, module_name: str) -> Callable[.
     return function
 
 
-def run_reference(request: protocol.WorkerRequest, fd: int) -> None:
-    """Draw inputs, compute the float64 reference, expected types and the baseline's error."""
+def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReader) -> None:
+    """Draw inputs, compute the reference, expected types and the baseline's error.
+
+    The reference runs on the inputs upcast to float64 (the ground truth), or as drawn in
+    `native` mode. With a task checker, the worker then serves it (`_serve_checks`).
+    """
     import torch
 
     laps = timing.Laps()
@@ -418,6 +422,8 @@ def run_reference(request: protocol.WorkerRequest, fd: int) -> None:
     if request.baseline is not None:
         base = _entry(root, request.baseline, "_gauntlet_baseline")
     wrt = request.wrt
+    native_mode = request.reference_mode == "native"
+    lift = _clone if native_mode else _upcast
     laps.lap("setup")
     for config in request.configs:
         for sample in config.samples:
@@ -428,7 +434,7 @@ def run_reference(request: protocol.WorkerRequest, fd: int) -> None:
             )
             laps.lap("inputs")
             with torch.no_grad():
-                expected64 = _as_tuple(ref(*(_upcast(v) for v in inputs.values())))
+                expected64 = _as_tuple(ref(*(lift(v) for v in inputs.values())))
                 laps.lap("reference")
                 base_out = _as_tuple(base(*(_clone(v) for v in inputs.values())))
             laps.lap("baseline")
@@ -447,15 +453,25 @@ def run_reference(request: protocol.WorkerRequest, fd: int) -> None:
             laps.lap("send")
         for index, trial in enumerate(config.trials):
             inputs = _make_inputs(request, make, config, trial)
+            unknown = [n for n in request.outputs if n not in inputs]
+            if unknown:
+                raise ValueError(
+                    f"[submission] outputs names {unknown}, which {request.inputs.file} does "
+                    f"not return (its inputs: {list(inputs)})"
+                )
             laps.lap("inputs")
-            wide = {k: _upcast(v) for k, v in inputs.items()}
+            wide = {k: lift(v) for k, v in inputs.items()}
             for name in wrt:
                 wide[name].requires_grad_(True)
             with torch.enable_grad() if wrt else torch.no_grad():
-                expected64 = _as_tuple(ref(*wide.values()))
-            native_args = {k: _clone(v) for k, v in inputs.items()}
-            with torch.no_grad():
-                native = ref(*native_args.values())
+                raw = ref(*wide.values())
+                expected64 = _as_tuple(raw)
+            native = raw
+            if not native_mode:
+                # The expected types: the reference on the inputs as drawn.
+                native_args = {k: _clone(v) for k, v in inputs.items()}
+                with torch.no_grad():
+                    native = ref(*native_args.values())
             laps.lap("reference")
             base_args = {k: _clone(v) for k, v in inputs.items()}
             for name in wrt:
@@ -499,6 +515,61 @@ def run_reference(request: protocol.WorkerRequest, fd: int) -> None:
             )
             laps.lap("send")
     _send(fd, protocol.Done(event="done", phases=laps.totals))
+    if request.check is not None:
+        _serve_checks(request, fd, commands, make)
+
+
+def _serve_checks(
+    request: protocol.WorkerRequest, fd: int, commands: FrameReader, make: Callable[..., Any]
+) -> None:
+    """Judge candidate outputs with the task's checker until the orchestrator stops or leaves.
+
+    The checker is task code, so it runs here, in the trusted process, on inputs rebuilt from
+    the trial's seed (or the sampled timed call's), never on anything of the candidate's but
+    the output bytes the orchestrator forwards.
+    """
+    import torch
+
+    assert request.check is not None
+    check = _entry(Path(request.task_root), request.check, "_gauntlet_check")
+    configs = {c.name: c for c in request.configs}
+    while True:
+        try:
+            header, tensors = commands.read(None)
+        except ChannelClosed:
+            return
+        order = protocol.parse_check(header)
+        if isinstance(order, protocol.Command):
+            return
+        config = configs[order.config]
+        if order.trial is not None:
+            inputs = _make_inputs(request, make, config, config.trials[order.trial])
+        else:
+            sample = next(s for s in config.samples if s.position == order.position)
+            inputs = timing.perturbed_inputs(
+                _make_inputs(request, make, config, sample), sample.call_seed
+            )
+        # Copies on the judged device: the checker may write, and the frame's bytes are shared.
+        found = [t.to(request.device, copy=True) for t in tensors]
+        output = found[0] if order.container is None else tuple(found)
+        try:
+            with torch.no_grad():
+                ok, message = check(inputs, output)
+        except Exception as err:  # noqa: BLE001 - a checker failing on an output judges it
+            # The checker met an output it cannot read (a dtype or shape it assumes): that is
+            # the output's failure, told in the checker's words.
+            ok, message = False, f"the task's checker failed on this output: {err!r}"
+        _send(
+            fd,
+            protocol.CheckResult(
+                event="check_result",
+                config=order.config,
+                trial=order.trial,
+                position=order.position,
+                ok=bool(ok),
+                message=str(message)[:4000],
+            ),
+        )
 
 
 #: The name the submission's module is imported under.
@@ -718,10 +789,13 @@ def run_candidate(
                     ),
                 )
                 return
+            # Destination buffers the task gives it to fill are its to write; nothing else is.
             mutated = [
                 k
                 for k, v in args.items()
-                if isinstance(v, torch.Tensor) and not _same_bits(v, pristine[k])
+                if isinstance(v, torch.Tensor)
+                and k not in request.outputs
+                and not _same_bits(v, pristine[k])
             ]
             header = protocol.CandidateTrial(
                 event="trial",
@@ -984,7 +1058,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command.command != "start":
             return 0
         if request.role == "reference":
-            run_reference(request, result_fd)
+            run_reference(request, result_fd, commands)
         else:
             run_candidate(request, result_fd, trusted, commands)
     except BaseException:  # noqa: BLE001 - the worker's one catch-all: report, then exit
