@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Import another benchmark's problems as tasks.", no_args_is_help=True)
     group.command("kernelbench")(kernelbench)
     group.command("robust-kbench")(robust_kbench)
+    group.command("gpumode")(gpumode)
     app.add_typer(group, name="import")
 
 
@@ -111,6 +112,28 @@ def robust_kbench(
         path, out_dir, options, ports=ports, names=names, on_problem=_print_problem
     )
     _print_report(report, f"robust-kbench import into {out_dir}", out_dir)
+
+
+def gpumode(
+    path: Path = typer.Argument(..., help="A gpu-mode/reference-kernels checkout."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Where the task folders go."),
+    sets: str = typer.Option(
+        None, "--sets", help="Problem sets (folders under problems/), e.g. pmpp_v2,linalg."
+    ),
+    track: str = typer.Option("torch2cuda", "--track", help="torch2cuda or torch2triton."),
+) -> None:
+    """Import GPU MODE problems that run on NVIDIA and are not quantised; writes the report."""
+    from gauntlet.importers import GpuModeOptions, import_gpumode
+
+    if not path.is_dir():
+        raise ConfigError(f"'{path}' is not a folder; give a reference-kernels checkout")
+    options = GpuModeOptions(
+        track=track,
+        id_prefix=_id_prefix(out_dir),
+        sets=[n.strip() for n in sets.split(",") if n.strip()] if sets else None,
+    )
+    report = import_gpumode(path, out_dir, options, on_problem=_print_problem)
+    _print_report(report, f"GPU MODE import into {out_dir}", out_dir)
 
 
 def _print_problem(problem: ProblemReport) -> None:

@@ -38,7 +38,7 @@ class ImportReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
-    source: Literal["kernelbench", "robust-kbench"]
+    source: Literal["kernelbench", "robust-kbench", "gpumode"]
     path: str
     """Where the problems were read."""
     out: str
@@ -47,12 +47,16 @@ class ImportReport(BaseModel):
     problems: list[ProblemReport]
 
     def suites(self, id_prefix: str) -> dict[str, list[str]]:
-        """The suite of each source (`kb-l1`.., `rkb`) and its id patterns, for the tasks written.
+        """The suite of each source (`kb-l1`.., `rkb`, `gpumode`) and its id patterns.
 
         KernelBench's per level, present where the level has a task.
         """
-        if self.source == "robust-kbench":
-            return {"rkb": [f"{id_prefix}/*"]} if any(p.task_id for p in self.problems) else {}
+        if self.source != "kernelbench":
+            # robust-kbench's tasks lie at OUT/<name>, GPU MODE's at OUT/<set>/<problem>.
+            name, pattern = ("rkb", "*") if self.source == "robust-kbench" else ("gpumode", "*/*")
+            return (
+                {name: [f"{id_prefix}/{pattern}"]} if any(p.task_id for p in self.problems) else {}
+            )
         levels = sorted({p.problem.split("/")[0] for p in self.problems if p.task_id})
         return {f"kb-l{lv.removeprefix('level')}": [f"{id_prefix}/l{lv.removeprefix('level')}/*"]
                 for lv in levels}  # fmt: skip
