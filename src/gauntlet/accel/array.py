@@ -120,8 +120,6 @@ class TileMachine(Machine):
         "col",
         "posts",
         "incoming",
-        "span_lo",
-        "span_hi",
         "held",
         "released",
         "array_stalls",
@@ -144,9 +142,7 @@ class TileMachine(Machine):
         self.posts: list[deque[Post]] = [deque() for _ in range(semaphores)]
         self.incoming = 0
         """Sends delivered here that no wait has taken yet (they are in `pending`)."""
-        self.span_lo, self.span_hi = 0, 0
-        """Local words [span_lo, span_hi) cover every range of `pending`: an access outside
-        cannot conflict (widened by `add_pending`, narrowed when transfers retire)."""
+        self.span[:] = (0, 0)  # widened by `add_pending`, narrowed when transfers retire
         words = platform.space("lmem").words
         self.held = np.zeros(words, dtype=np.bool_)
         """Local words holding data a send delivered and this tile has not released (`rel`)."""
@@ -162,7 +158,8 @@ class TileMachine(Machine):
 
     def check_pending(self, sid: int, lo: int, hi: int, write: bool) -> None:
         """Fault if an access touches data a send delivers that no wait has taken yet."""
-        if hi <= self.span_lo or lo >= self.span_hi:
+        span = self.span
+        if hi <= span[0] or lo >= span[1]:
             return
         if not self.incoming:
             # The hot path of double-buffered code: one pass, and the shared message only on a
@@ -189,17 +186,20 @@ class TileMachine(Machine):
     def add_pending(self, transfer: Transfer) -> None:
         """Track a transfer until a wait retires it (the only way transfers are added)."""
         self.pending.append(transfer)
+        span = self.span
         for _, lo, hi, _ in transfer.ranges:
-            if self.span_lo >= self.span_hi:
-                self.span_lo, self.span_hi = lo, hi
+            if span[0] >= span[1]:
+                span[:] = (lo, hi)
             else:
-                self.span_lo, self.span_hi = min(self.span_lo, lo), max(self.span_hi, hi)
+                span[:] = (min(span[0], lo), max(span[1], hi))
 
     def respan(self) -> None:
         """Narrow the span to the transfers still pending."""
         ranges = [(lo, hi) for t in self.pending for _, lo, hi, _ in t.ranges]
-        self.span_lo = min((lo for lo, _ in ranges), default=0)
-        self.span_hi = max((hi for _, hi in ranges), default=0)
+        self.span[:] = (
+            min((lo for lo, _ in ranges), default=0),
+            max((hi for _, hi in ranges), default=0),
+        )
 
     def wait_dma(self, tag: int | None) -> None:
         """As `Machine.wait_dma`, then narrow the span."""

@@ -608,7 +608,12 @@ class _Instance:
         self.may_fault = True
         # A write's check covers a later read of the same words (it faults on every pending
         # transfer a read would fault on), so that read needs none.
-        check = f"m.check_pending({sid}, {address}, {stop}, {{}})"
+        # Only accesses that meet the span of the pending transfers' words can conflict.
+        span = self.block.share("SPAN", "m.span")
+        check = (
+            f"if {address} < {span}[1] and {span}[0] < {stop}: "
+            f"m.check_pending({sid}, {address}, {stop}, {{}})"
+        )
         if check.format(True) not in self.pending and check.format(writes) not in self.pending:
             self.pending.append(check.format(writes))
         if writes and not entry.written:
@@ -627,7 +632,9 @@ class _Instance:
             fresh = self.block.share(f"FR_{space}", f"m.sram[{space!r}].fresh")
             zeros = self.block.share("ZEROS", "m.zeros")
             writeback.append(f"{fresh}[{address}:{stop}] = {zeros}[:{words}]")
-        if space in self.info.shared:
+        if space in self.info.shared and (str(sid), address, stop, True) not in accesses:
+            # As for the pending checks, a write of the same words stands for a read of them
+            # in the scoreboard: whatever a read conflicts with, the write does too.
             accesses.append((str(sid), address, stop, writes))
         view = self.view(f, spec.align, spec.words, data, address, stop, fixed, static)
         if view.isidentifier():

@@ -35,6 +35,9 @@ from gauntlet.accel.isa import evaluate_formula
 from gauntlet.accel.platform import Platform
 from gauntlet.errors import ConfigError
 
+#: Further than any address: the span of a machine that does not narrow it.
+_FAR = 1 << 62
+
 #: Why the front end or a unit waited; `Profile.stalls` reports cycles under these names.
 STALL_CAUSES = ("dma_wait", "queue_full", "register_dependency", "memory_dependency", "branch")
 DMA_WAIT, QUEUE_FULL, REGISTER_DEPENDENCY, MEMORY_DEPENDENCY, BRANCH = range(len(STALL_CAUSES))
@@ -147,6 +150,7 @@ class Machine:
         "compute_units",
         "stalls",
         "pending",
+        "span",
         "dma_outstanding",
         "tag_done",
         "dma_bytes_read",
@@ -223,6 +227,10 @@ class Machine:
         self.compute_units = [i for i, u in enumerate(units) if u.kind == "compute"]
         self.stalls = [0] * len(STALL_CAUSES)
         self.pending: deque[Transfer] = deque()
+        self.span = [-_FAR, _FAR]
+        """Words [span[0], span[1]) of its spaces cover every range of `pending`: an access
+        outside cannot conflict, so generated code skips its `check_pending` call. A machine
+        that does not narrow it (only a tile does, `TileMachine`) checks every access."""
         self.dma_outstanding = int(self.params.get("dma_outstanding", 1 << 30))
         self.tag_done = [0] * int(self.params.get("dma_tags", 1))
         self.dma_bytes_read = 0
