@@ -349,3 +349,14 @@ def test_a_client_gone_before_its_start_is_an_error_naming_it(
     result = agent.run(ctx)
     assert result.status == "error"
     assert result.message.startswith(f"claude-code could not be started ({client})"), result.message
+
+
+def test_a_client_that_exits_normally_without_calling_its_model_is_an_error(
+    scale_task, make_context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    ctx, ws = make_context(scale_task, model=ModelSettings(model="silent"))
+    result = make_agent("claude-code:sandbox=none").run(ctx)
+    assert result.status == "error", result
+    assert result.message.startswith("claude-code exited normally without calling its model")
+    assert workspace_changes(ws) == {}

@@ -10,9 +10,13 @@ with the usage up to then kept.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import shutil
 import signal
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +25,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gauntlet import sandbox
+from gauntlet import process, sandbox
 from gauntlet.agents import make_agent
 from gauntlet.agents.base import AgentResult, Budget, ModelSettings, Usage
 from gauntlet.judge import judge
@@ -202,6 +206,76 @@ def test_the_client_solves_the_task_in_each_sandbox(
     assert ws.path.joinpath("kernel.py").read_text() == expert(scale_task)
     verdict = judge(scale_task, ws.path, device="cpu", seed=11, mode="final")
     assert verdict.status == "pass", verdict.reason
+
+
+#: The unprivileged user the clients are also run as (nobody on Debian and most systems).
+NORMAL_UID = 65534
+
+
+def normal_user_problem() -> str | None:
+    """Why the tests cannot run again as `NORMAL_UID` here, else None."""
+    if os.getuid() != 0:
+        return f"the tests already run as a normal user (uid {os.getuid()}): this is that run"
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is missing"
+    python = Path(sys.executable).resolve()
+    closed = next((p for p in python.parents if not os.stat(p).st_mode & 0o001), None)
+    if closed is not None:
+        return (
+            f"the interpreter {python} is out of reach of uid {NORMAL_UID}: its folder "
+            f"{closed} is closed to other users (mode {os.stat(closed).st_mode & 0o777:o})"
+        )
+    return None
+
+
+@pytest.mark.parametrize("kind", SANDBOXES)
+@pytest.mark.parametrize("real_client", sorted(KEYS), indirect=True)
+def test_the_client_solves_the_task_as_a_normal_user(
+    real_client: RealClient, kind: str, request: pytest.FixtureRequest
+) -> None:
+    # The test above, again, with the harness and so the client as an unprivileged user:
+    # Claude Code treats root differently (it refuses bypassPermissions), and the sandboxes
+    # then run without privileges (bwrap and confine through user namespaces).
+    usable(kind)
+    problem = normal_user_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    if (real_client.agent, kind) == ("claude-code", "docker"):
+        # Claude Code 2.1.197 with a non-root uid in a container exits 0 at once, printing
+        # nothing and calling nothing (as root there, and as this user elsewhere, it works);
+        # the agent records that as an error, so the attempt is never judged as a pass.
+        request.applymarker(
+            pytest.mark.xfail(
+                reason="Claude Code exits silently as non-root in docker", strict=True
+            )
+        )
+    groups = ["--clear-groups"]
+    if kind == "docker":  # the daemon's socket is open to its group
+        groups = ["--groups", str(grp.getgrnam("docker").gr_gid)]
+    folder = Path(tempfile.mkdtemp(prefix="gauntlet-normal-user-"))
+    try:
+        for sub in ("home", "tmp", "pytest"):
+            (folder / sub).mkdir()
+        for path in (folder, *folder.iterdir()):
+            os.chown(path, NORMAL_UID, NORMAL_UID)
+        test_id = (
+            f"tests/agents/test_real_clients.py::test_the_client_solves_the_task_in_each_sandbox"
+            f"[{real_client.agent}-{kind}]"
+        )
+        argv = ["setpriv", f"--reuid={NORMAL_UID}", f"--regid={NORMAL_UID}", *groups, "--"]
+        argv += [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--runslow", "-q"]
+        argv += [f"--basetemp={folder / 'pytest'}", test_id]
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(folder / "home"),
+            "TMPDIR": str(folder / "tmp"),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        }
+        finished = process.run(argv, env=env, cwd=REPO, timeout_s=600)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-2000:]
+    assert "1 passed" in finished.stdout, finished.stdout[-2000:]
 
 
 #: Dollars per million tokens, in and out, of the price table the cost budget is tested with:

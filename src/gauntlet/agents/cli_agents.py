@@ -133,6 +133,9 @@ class CLIProfile:
     """A glob, relative to the agent's HOME, of the file the client writes its usage to."""
     clients_bin: str | None = None
     """Where `make clients` puts the binary, relative to `CLIENTS_DIR`."""
+    counts_calls: bool = False
+    """Whether its stream counts every model call, so that a normal exit after none is known
+    to be a client that did nothing (it is an error, never a finished attempt)."""
 
 
 @dataclass
@@ -250,6 +253,7 @@ PROFILES: dict[str, CLIProfile] = {
             _claude,
             ClaudeStream,
             clients_bin="node_modules/.bin",
+            counts_calls=True,
         ),
         CLIProfile(
             "codex",
@@ -261,6 +265,7 @@ PROFILES: dict[str, CLIProfile] = {
             CodexStream,
             side_file=".codex/sessions/**/rollout-*.jsonl",
             clients_bin="node_modules/.bin",
+            counts_calls=True,
         ),
         CLIProfile(
             "cursor",
@@ -288,6 +293,7 @@ PROFILES: dict[str, CLIProfile] = {
             text_output=True,
             side_file=AIDER_ANALYTICS,
             clients_bin="aider/bin",
+            counts_calls=True,
         ),
         CLIProfile("generic", "", "", (), (), _generic, GenericStream),
     )
@@ -485,6 +491,11 @@ class CLIAgent:
             how = finished.signal_name or f"code {finished.returncode}"
             last = said.message or stderr[-STDERR_TAIL_CHARS:]
             return "error", f"{self.name} exited with {how}" + (f": {last}" if last else "")
+        if self.profile.counts_calls and said.calls == 0:
+            # Seen with Claude Code 2.1.197 as a non-root user in a Docker container: exit 0,
+            # no output, no request. Judging the untouched template would score the baseline.
+            last = said.message or stderr[-STDERR_TAIL_CHARS:] or "it printed nothing"
+            return "error", f"{self.name} exited normally without calling its model: {last}"
         return "finished", said.message or f"{self.name} exited normally"
 
 
