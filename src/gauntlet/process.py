@@ -10,10 +10,12 @@ A child's stdout can also be streamed line by line to a callback (an agent's str
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -32,6 +34,10 @@ TRUNCATION_MARKER = "\n[... output cut at {limit} bytes ...]\n"
 READER_JOIN_S = 5.0
 
 #: Children started and not yet reaped, for `stopping` (a run stopped with Ctrl-C).
+#: prctl's PR_SET_PDEATHSIG; libc is loaded here, never between fork and exec.
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
 _live: set[Child] = set()
 _live_lock = threading.Lock()
 _stopping = threading.Event()
@@ -96,6 +102,20 @@ def read_capped(handle: IO[bytes], limit: int) -> str:
     return text + TRUNCATION_MARKER.format(limit=limit) if len(data) > limit else text
 
 
+def _dying_with(parent: int, then: Callable[[], None] | None) -> Callable[[], None]:
+    """A pre-exec step: die with `parent` (already dead: exit at once), then `then`."""
+
+    def preexec() -> None:
+        assert _LIBC is not None
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+        if then is not None:
+            then()
+
+    return preexec
+
+
 class Child:
     """A running child process in its own session, with captured, capped output."""
 
@@ -110,6 +130,7 @@ class Child:
         output_limit: int = OUTPUT_LIMIT_BYTES,
         preexec: Callable[[], None] | None = None,
         on_stdout_line: Callable[[str], None] | None = None,
+        die_with_parent: bool = False,
     ) -> None:
         """Start `argv` in its own session.
 
@@ -123,6 +144,9 @@ class Child:
             preexec: Called in the child before exec.
             on_stdout_line: Called from a reader thread with each line of stdout (without the
                 newline) as it comes; the captured stdout is still kept up to `output_limit`.
+            die_with_parent: The kernel kills the child (SIGKILL) when the thread that started
+                it ends, this process killed included, so nothing it runs outlives us (Linux;
+                a no-op elsewhere). Only for children whose starting thread outlives them.
         """
         if _stopping.is_set():
             raise Stopping(f"not starting '{argv[0]}': the run is stopping")
@@ -132,6 +156,8 @@ class Child:
         self._err = tempfile.TemporaryFile()
         self._limit = output_limit
         self._started = time.monotonic()
+        if die_with_parent and _LIBC is not None:
+            preexec = _dying_with(os.getpid(), preexec)
         try:
             self._proc = subprocess.Popen(  # noqa: TID251 - this module is the one place
                 list(argv),

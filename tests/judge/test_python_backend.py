@@ -20,7 +20,7 @@ def _reference_worker(tmp_path: Path) -> _Worker:
 
 def test_a_worker_waits_for_start_and_does_nothing_without_it(tmp_path: Path) -> None:
     worker = _reference_worker(tmp_path)
-    worker.await_ready(time.monotonic() + 120)
+    worker.await_ready(time.monotonic() + 120, "reference")
     # Ready, and nothing more: the reference worker has not drawn a single trial.
     os.close(worker.handle.command_fd)
     worker.handle.command_fd = os.open(os.devnull, os.O_WRONLY)
@@ -32,7 +32,7 @@ def test_a_worker_waits_for_start_and_does_nothing_without_it(tmp_path: Path) ->
 
 def test_a_started_worker_does_its_role(tmp_path: Path) -> None:
     worker = _reference_worker(tmp_path)
-    worker.await_ready(time.monotonic() + 120)
+    worker.await_ready(time.monotonic() + 120, "reference")
     worker.send(protocol.Command(command="start"))
     event, _ = worker.read_event(time.monotonic() + 60)
     assert isinstance(event, protocol.ReferenceTrial)

@@ -32,7 +32,7 @@ import psutil
 from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
-from gauntlet.errors import JudgeError
+from gauntlet.errors import JudgeError, WorkerLost
 from gauntlet.judge import (
     attribution,
     correctness,
@@ -115,8 +115,19 @@ class PythonBackend:
         return BuildResult(True, artifact=folder)
 
     def evaluate(self, request: EvalRequest) -> Evaluation:
-        """Run the reference and candidate workers on the configs and compare their outputs."""
-        return _Evaluation(request).run()
+        """Run the reference and candidate workers on the configs and compare their outputs.
+
+        A worker lost where only the judge's code ran (`WorkerLost`: killed, or out of memory
+        before the submission was started) costs the judgment a second try with new workers,
+        never a verdict against the submission; a second loss is the judge's error.
+        """
+        try:
+            return _Evaluation(request).run()
+        except WorkerLost as lost:
+            logger.warning("judging '%s' again with new workers: %s", request.task.task_id, lost)
+            evaluation = _Evaluation(request, spares_allowed=False).run()
+            evaluation.environment["rejudged"] = f"the first try's {lost}"
+            return evaluation
 
 
 @dataclass
@@ -274,8 +285,10 @@ _REFERENCES = _ReferenceCache(limit_bytes=psutil.virtual_memory().total // 4)
 
 
 class _Evaluation:
-    def __init__(self, request: EvalRequest) -> None:
+    def __init__(self, request: EvalRequest, *, spares_allowed: bool = True) -> None:
         self.request = request
+        self.spares_allowed = spares_allowed
+        """Whether workers may come from the open `Judge`'s spares (not on a second try)."""
         self.task = request.task
         timed = request.timed and request.device.startswith(("cuda", "rocm"))
         plan = TimingPlan(
@@ -458,7 +471,7 @@ class _Evaluation:
 
     def _worker(self, role: spares.Role, request: protocol.WorkerRequest) -> _Worker:
         """A started worker for `role`: a spare of the open `Judge` service, else a new one."""
-        pool = spares.active()
+        pool = spares.active() if self.spares_allowed else None
         spare = None
         if pool is not None:
             spare = pool.take(role, self.request.device, self.task.root)
@@ -536,9 +549,9 @@ class _Evaluation:
             # The workers import PyTorch (seconds) while another judgment may hold the GPU; they
             # touch it only once told to start, with the device held.
             started = time.monotonic()
-            for worker in (reference, candidate):
+            for worker, role in ((reference, "reference"), (candidate, "candidate")):
                 if worker is not None:
-                    worker.await_ready(started + STARTUP_S)
+                    worker.await_ready(started + STARTUP_S, role)
             phases: dict[str, float] = {
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
@@ -631,7 +644,9 @@ class _Evaluation:
         while True:
             try:
                 event, tensors = worker.read_event(deadline)
-            except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+            except ChannelClosed as err:
+                raise _lost(worker, "reference", err) from err
+            except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
                 finished = worker.finish()
                 raise JudgeError(
                     f"the reference worker of task '{self.task.task_id}' failed "
@@ -898,10 +913,6 @@ class _CandidateSession:
                     "rejected",
                     "the submission's process was stopped reaching around the judge during "
                     f"{where}: {said[-1][:300] if said else 'no message'}",
-                ) from None
-            if finished.returncode == confine.SETUP_FAILED and "confine:" in finished.stderr:
-                raise JudgeError(
-                    f"cannot confine the candidate's process: {finished.stderr.strip()[-500:]}"
                 ) from None
             how = (
                 f"was killed by {finished.signal_name}"
@@ -1404,6 +1415,24 @@ class _ConfigCheck:
         )
 
 
+def _lost(worker: _Worker, role: str, err: Exception) -> JudgeError:
+    """The error for a worker that died where only the judge's code ran, with its last words.
+
+    A confinement that cannot be set up is this machine's lasting problem, not a loss that a
+    second try would mend.
+    """
+    finished = worker.finish()
+    if finished.returncode == confine.SETUP_FAILED and "confine:" in finished.stderr:
+        return JudgeError(f"cannot confine the {role}'s process: {finished.stderr.strip()[-500:]}")
+    how = (
+        f"killed by {finished.signal_name}"
+        if finished.signal_name
+        else f"exited with code {finished.returncode}"
+    )
+    said = finished.stderr.strip()[-1500:]
+    return WorkerLost(f"{role} worker {how} ({err})" + (f": {said}" if said else ""))
+
+
 class _Worker:
     """A reference or candidate worker (`workers.WorkerHandle`) with its request sent."""
 
@@ -1442,16 +1471,21 @@ class _Worker:
         """The worker's process."""
         return self.handle.child
 
-    def await_ready(self, deadline: float) -> None:
+    def await_ready(self, deadline: float, role: str) -> None:
         """Wait until the worker has imported its trusted code and waits to be started.
 
-        Anything else that comes (an error report, a closed channel, a timeout, a bad frame)
-        is kept for the next `read_event`, where the collectors turn it into a verdict or a
-        judge error.
+        Raises:
+            WorkerLost: It died first: only the judge's code had run in it (a submission runs
+                after 'start'), so the loss is never the submission's.
+
+        Anything else that comes (an error report, a timeout, a bad frame) is kept for the
+        next `read_event`, where the collectors turn it into a verdict or a judge error.
         """
         try:
             frame = self.read_event(deadline)
-        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+        except ChannelClosed as err:
+            raise _lost(self, role, err) from err
+        except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
             self._early = err
             return
         if not isinstance(frame[0], protocol.Ready):

@@ -131,8 +131,13 @@ class WorkerHandle:
         memory_limit_bytes: int = 0,
         confined: confine.Confinement | None = None,
         args: Sequence[str] = (),
+        die_with_parent: bool = False,
     ) -> None:
         """Start `python -m module COMMAND_FD RESULT_FD [ARGS...]`.
+
+        `die_with_parent`: killed when the thread that starts it ends (`process.Child`), for a
+        worker of one judgment, which that thread finishes; never for a pooled worker that
+        other threads go on using.
 
         Raises:
             OSError: The process could not be started.
@@ -153,7 +158,12 @@ class WorkerHandle:
             argv = confine.confined_argv(argv, confined)
         try:
             self.child = process.Child(
-                argv, env=env, cwd=cwd, pass_fds=(request_r, result_w), preexec=preexec
+                argv,
+                env=env,
+                cwd=cwd,
+                pass_fds=(request_r, result_w),
+                preexec=preexec,
+                die_with_parent=die_with_parent,
             )
         except OSError:
             for fd in (request_w, result_r):
@@ -206,7 +216,10 @@ def python_worker(
 
     It imports PyTorch and Triton first, and sets its memory limit from the request. `ahead`
     (a candidate spare, started before its judgment): it also pays for its watch's first
-    entry while it waits (`worker._import_trusted`).
+    entry while it waits (`worker._import_trusted`). It dies with the thread that starts it (a
+    judgment's, or the spare pool's filler, which outlives its spares): a killed orchestrator
+    takes its workers with it, and through the confinement's init whatever a submission
+    started, even a submission busy in a loop that never reads its pipes again.
 
     Raises:
         OSError: The process could not be started.
@@ -217,4 +230,5 @@ def python_worker(
         cwd=tmp,
         confined=confined,
         args=(device.split(":")[0], *(["ahead"] if ahead else [])),
+        die_with_parent=True,
     )

@@ -1,0 +1,149 @@
+"""A judge worker lost where only the judge's code ran: judged again once, never the submission's
+fault; lost twice, the judge's error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from gauntlet import process
+from gauntlet.errors import WorkerLost
+from gauntlet.judge import judge, python_backend, spares, workers
+from gauntlet.judge.service import Judge
+from tests.support.fixtures import SCALE_ADD
+
+
+def _kill_on_start(monkeypatch: pytest.MonkeyPatch, role: str, times: int) -> list[int]:
+    """SIGKILL the first `times` cold workers of `role` as soon as they start (real processes)."""
+    killed: list[int] = []
+    real = workers.python_worker
+
+    def start(tmp: Path, device: str, *args: Any, **kwargs: Any) -> workers.WorkerHandle:
+        handle = real(tmp, device, *args, **kwargs)
+        if tmp.name == role and len(killed) < times:
+            os.killpg(handle.child.pid, signal.SIGKILL)
+            killed.append(handle.child.pid)
+        return handle
+
+    monkeypatch.setattr(workers, "python_worker", start)
+    return killed
+
+
+def test_a_candidate_worker_killed_before_the_submission_ran_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    task = SCALE_ADD()
+    killed = _kill_on_start(monkeypatch, "candidate", times=1)
+    verdict = judge(task, task.root / "expert", device="cpu", seed=8101)
+    assert killed
+    # Its loss is not the submission's crash: the expert passes on the second try.
+    assert verdict.status == "pass", verdict.reason
+    assert "candidate worker killed by SIGKILL" in verdict.environment["rejudged"]
+
+
+def test_a_worker_lost_twice_is_the_judges_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = SCALE_ADD()
+    _kill_on_start(monkeypatch, "reference", times=2)
+    with pytest.raises(WorkerLost, match="reference worker killed by SIGKILL"):
+        judge(task, task.root / "expert", device="cpu", seed=8103)
+
+
+def test_a_reference_worker_killed_mid_work_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = SCALE_ADD()
+    real = python_backend._Evaluation._collect_reference
+    calls: list[int] = []
+
+    def kill_first(self: Any, worker: Any) -> dict[str, float]:
+        if not calls:
+            calls.append(worker.child.pid)
+            os.killpg(worker.child.pid, signal.SIGKILL)
+        return real(self, worker)
+
+    monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", kill_first)
+    verdict = judge(task, task.root / "expert", device="cpu", seed=8104)
+    assert calls
+    assert verdict.status == "pass", verdict.reason
+    assert "reference worker killed by SIGKILL" in verdict.environment["rejudged"]
+
+
+def test_a_spare_that_died_as_it_was_taken_costs_no_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = SCALE_ADD()
+    real = spares.SparePool.take
+    killed: list[str] = []
+
+    def take_and_kill(self: spares.SparePool, role: Any, *args: Any) -> spares.Spare | None:
+        spare = real(self, role, *args)
+        if spare is not None:
+            # Between the pool's check that it lives and the judgment's request.
+            os.killpg(spare.handle.child.pid, signal.SIGKILL)
+            killed.append(role)
+        return spare
+
+    monkeypatch.setattr(spares.SparePool, "take", take_and_kill)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        warm.warm("cpu", wait_s=60)
+        verdict = warm.eval(task, task.root / "expert", seed=8105)
+    assert "candidate" in killed
+    assert verdict.status == "pass", verdict.reason
+    assert "killed by SIGKILL" in verdict.environment["rejudged"]
+
+
+# The static guards off, as in tests/exploits: the containment must hold on its own.
+_ORCHESTRATOR = """
+import logging, sys
+from pathlib import Path
+from gauntlet.judge import judge
+from gauntlet.judge.python_backend import PythonBackend
+from tests.support.fixtures import SCALE_ADD
+PythonBackend.guard = lambda self, task, submission: None
+logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(message)s")
+judge(SCALE_ADD(), Path(sys.argv[1]), device="cpu", seed=8106)
+"""
+
+
+def test_a_killed_judge_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """SIGKILL the judge's own process while a submission spins in a loop that never reads its
+    pipes again: the loop and the judge's workers die with the judge."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "kernel.py").write_text(
+        "import time\ndef scale_add(x, y, alpha):\n    while True:\n        time.sleep(0.1)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    running = threading.Event()
+
+    def watch(line: str) -> None:
+        # The candidate has started the config: the submission's loop is running.
+        if "candidate worker: config_start" in line:
+            running.set()
+
+    orchestrator = process.Child(
+        [sys.executable, "-c", _ORCHESTRATOR, str(submission)],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": f"{repo / 'src'}:{repo}"},
+        on_stdout_line=watch,
+    )
+    try:
+        assert running.wait(120), orchestrator.wait(0).stdout[-2000:]
+        time.sleep(1.0)
+        tree = psutil.Process(orchestrator.pid).children(recursive=True)
+        assert tree
+    finally:
+        os.kill(orchestrator.pid, signal.SIGKILL)
+        orchestrator.wait()
+    deadline = time.monotonic() + 20
+    alive = tree
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.2)
+    assert not alive, [(p.pid, p.cmdline()) for p in alive]
