@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
 
-from gauntlet.judge import judge, protocol
+from gauntlet.judge import judge, protocol, timing
 from gauntlet.judge.python_backend import _Evaluation, _Worker
 from gauntlet.task import load_task
 from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request, eval_request, with_spec
@@ -65,3 +66,20 @@ def test_the_memory_limit_is_what_the_work_may_add_past_the_imports(tmp_path: Pa
     verdict = judge(task, tmp_path, device="cpu", seed=1, mode="feedback")
     assert verdict.status == "crash", verdict.reason
     assert "memory" in (verdict.reason + verdict.stderr).lower()
+
+
+def test_feedback_checks_each_distribution_once_and_times_to_five_percent(tmp_path: Path) -> None:
+    task = with_spec(SCALE_ADD(), trials=3)
+    final = eval_request(task, task.root / "expert", tmp_path, device="cuda:0", seed=4)
+    feedback = dataclasses.replace(final, mode="feedback")
+    full, quick = _Evaluation(final), _Evaluation(feedback)
+    distributions = task.spec.inputs.distributions
+    for slow, fast in zip(full.states, quick.states, strict=True):
+        assert len(slow.trials) == 3 * len(distributions)
+        # The first trials of the final judgment: feedback sees the same inputs, fewer of them.
+        assert fast.trials == slow.trials[: len(distributions)]
+        assert slow.timing is not None and fast.timing is not None
+        assert slow.timing.plan.target_ci == 0.01
+        assert fast.timing.plan.target_ci == timing.FEEDBACK_TARGET_CI
+        assert fast.timing.plan.time_cap_s == timing.FEEDBACK_TIME_CAP_S
+        assert slow.timing.plan.time_cap_s == final.time_cap_s

@@ -53,7 +53,12 @@ from gauntlet.judge.channel import (
     write_frame,
 )
 from gauntlet.judge.seeds import derive_seed
-from gauntlet.judge.timing import TimingPlan, clock_disagreement
+from gauntlet.judge.timing import (
+    FEEDBACK_TARGET_CI,
+    FEEDBACK_TIME_CAP_S,
+    TimingPlan,
+    clock_disagreement,
+)
 from gauntlet.judge.verdict import ConfigResult, Timing
 from gauntlet.task import Config, Task
 
@@ -213,8 +218,15 @@ def timing_for(
     return spec, positions
 
 
-def trials_for(task: Task, config: Config, seed: int) -> list[protocol.TrialSpec]:
-    """The (distribution, seed) of each trial of a config: every distribution, `trials` times."""
+def trials_for(
+    task: Task, config: Config, seed: int, repeats: int | None = None
+) -> list[protocol.TrialSpec]:
+    """The (distribution, seed) of each trial of a config.
+
+    Every distribution, `repeats` times (default: the task's `trials`); fewer repeats are the
+    first trials of more.
+    """
+    repeats = task.spec.trials if repeats is None else repeats
     return [
         protocol.TrialSpec(
             distribution=dist,
@@ -222,7 +234,7 @@ def trials_for(task: Task, config: Config, seed: int) -> list[protocol.TrialSpec
                 seed, task.task_id, config.name, sorted(config.params.items()), dist, i
             ),
         )
-        for i in range(task.spec.trials)
+        for i in range(repeats)
         for dist in task.spec.inputs.distributions
     ]
 
@@ -291,12 +303,20 @@ class _Evaluation:
         """Whether workers may come from the open `Judge`'s spares (not on a second try)."""
         self.task = request.task
         timed = request.timed and request.device.startswith(("cuda", "rocm"))
+        feedback = request.mode == "feedback"
         plan = TimingPlan(
-            call_seeds=[], allow_libraries=request.is_baseline, time_cap_s=request.time_cap_s
+            call_seeds=[],
+            allow_libraries=request.is_baseline,
+            time_cap_s=min(request.time_cap_s, FEEDBACK_TIME_CAP_S)
+            if feedback
+            else request.time_cap_s,
+            target_ci=FEEDBACK_TARGET_CI if feedback else TimingPlan.target_ci,
         )
+        # Feedback checks each input distribution once; the final judgment, `trials` times.
+        repeats = 1 if feedback else self.task.spec.trials
         self.states = []
         for config in request.configs:
-            state = _ConfigState(config, trials_for(self.task, config, request.seed))
+            state = _ConfigState(config, trials_for(self.task, config, request.seed, repeats))
             if timed:
                 state.timing, state.sampled = timing_for(self.task, config, request.seed, plan)
             self.states.append(state)

@@ -48,6 +48,11 @@ LIBRARY_KERNELS = re.compile(
 #: Seconds of timing per config before the adaptive loop stops short of its target CI.
 DEFAULT_TIME_CAP_S = 10.0
 
+#: Feedback mode (an agent's or a search's inner loop): a speedup to within 5% (95% CI), at
+#: most this many seconds a config; the final judgment still times to 1%.
+FEEDBACK_TARGET_CI = 0.05
+FEEDBACK_TIME_CAP_S = 0.25
+
 
 class Laps:
     """Seconds per named step, for the verdict's phases: where a judgment's time goes."""
