@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
-# The `standard` suite's tasks (every task but most of the tile platform's; tasks/suites.toml)
+# The `standard` suite's tasks (every task but the tile platform's, save four; tasks/suites.toml)
 # that the devices here can run, with the built-in agents that need no model or key (autotune
 # at its default budget of 8 judge calls a task; docs/agents.md says what it adds).
 run: $(VENV)/.installed

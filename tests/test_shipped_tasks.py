@@ -25,8 +25,8 @@ def _runs_here_without_gpu(task_id: str) -> bool:
 CPU_IDS = [i for i in IDS if _runs_here_without_gpu(i)]
 GPU_IDS = [i for i in IDS if i not in CPU_IDS]
 
-# `make test` must stay within CI's 15 minutes on 2 cores. The tile platform's 19 task checks
-# take 3-32 s each there: one of each kind is checked (an element-wise row task, a reduction
+# `make test` must stay within CI's 15 minutes on 2 cores. The tile platform's task checks take
+# 3-32 s each there: one of each kind is checked (an element-wise row task, a reduction
 # routed over the mesh, a block), the rest under --runslow; its generated files and its
 # experts' use of the mesh are checked by tests/accel/test_tile_tasks.py either way. The
 # accelerators' whole decoder blocks (13-16 s each) are left to --runslow too: each is a

@@ -122,6 +122,27 @@ def _mm(name: str, title: str, what: str, regions: list[str], **extra: object) -
     return TaskDef(**fields)  # type: ignore[arg-type]
 
 
+#: The MLP tasks' shapes (ffn, mlp_block): M tokens, model width D, hidden width F.
+FFN_VISIBLE: list[Config] = [
+    {"name": "C1", "M": 32, "D": 64, "F": 128, "dtype": "float32"},
+    {"name": "C2", "M": 33, "D": 40, "F": 70, "dtype": "bfloat16"},
+    {"name": "C3", "M": 16, "D": 128, "F": 256, "dtype": "float32", **SLOW},
+    {"name": "C4", "M": 48, "D": 32, "F": 96, "dtype": "bfloat16", **SMALL},
+    {"name": "C5", "M": 37, "D": 29, "F": 45, "dtype": "float32", **NARROW},
+]
+FFN_HIDDEN: list[Config] = [
+    {"name": "H1", "M": 1, "D": 1, "F": 1, "dtype": "float32", **SINGLE},
+    {"name": "H2", "M": 63, "D": 127, "F": 255, "dtype": "bfloat16", **TALL},
+    {"name": "H3", "M": 64, "D": 128, "F": 256, "dtype": "float32", **WIDE},
+]
+FFN_DOMAIN = {
+    "M": "{ min = 1, max = 64 }",
+    "D": "{ min = 1, max = 128 }",
+    "F": "{ min = 1, max = 256 }",
+    "dtype": '{ values = ["float32", "bfloat16"] }',
+    **GRID_DOMAIN,
+}
+
 AT_VISIBLE: list[Config] = [
     {"name": "C1", "M": 64, "N": 64, "D": 32, "dtype": "float32"},
     {"name": "C2", "M": 37, "N": 45, "D": 20, "dtype": "bfloat16"},
@@ -397,25 +418,35 @@ TASK_LIST: list[TaskDef] = [
         "its A and B panels and waiting for each transfer.",
         flops="4 * M * D * F",
         bytes="(2 * M * D + 2 * D * F + D + F) * itemsize + 8 * M * F",
-        visible=[
-            {"name": "C1", "M": 32, "D": 64, "F": 128, "dtype": "float32"},
-            {"name": "C2", "M": 33, "D": 40, "F": 70, "dtype": "bfloat16"},
-            {"name": "C3", "M": 16, "D": 128, "F": 256, "dtype": "float32", **SLOW},
-            {"name": "C4", "M": 48, "D": 32, "F": 96, "dtype": "bfloat16", **SMALL},
-            {"name": "C5", "M": 37, "D": 29, "F": 45, "dtype": "float32", **NARROW},
+        visible=FFN_VISIBLE,
+        hidden=FFN_HIDDEN,
+        domain=FFN_DOMAIN,
+    ),
+    _mm(
+        "mlp_block",
+        "pre-norm MLP block",
+        "Compute a pre-norm transformer MLP block with its residual: n = x / sqrt(mean(x^2 "
+        "over the row) + 1e-5) * g (RMSNorm); h = gelu(n @ w1), GELU in its tanh form; y = x + "
+        "h @ w2. The scratch regions n (M, D) and h (M, F), always float32, may hold the "
+        "intermediates.",
+        [
+            "x (M, D): input",
+            "g (D): input",
+            "w1 (D, F): input",
+            "w2 (F, D): input",
+            "y (M, D): output",
+            "n (M, D): scratch, float32",
+            "h (M, F): scratch, float32",
         ],
-        hidden=[
-            {"name": "H1", "M": 1, "D": 1, "F": 1, "dtype": "float32", **SINGLE},
-            {"name": "H2", "M": 63, "D": 127, "F": 255, "dtype": "bfloat16", **TALL},
-            {"name": "H3", "M": 64, "D": 128, "F": 256, "dtype": "float32", **WIDE},
-        ],
-        domain={
-            "M": "{ min = 1, max = 64 }",
-            "D": "{ min = 1, max = 128 }",
-            "F": "{ min = 1, max = 256 }",
-            "dtype": '{ values = ["float32", "bfloat16"] }',
-            **GRID_DOMAIN,
-        },
+        level=3,
+        baseline="the three stages on tile 0 (the other tiles halt): the norm one row at a "
+        "time, then both products with every output panel loading its A and B panels and "
+        "waiting for each transfer.",
+        flops="4 * M * D * F + 9 * M * F + 5 * M * D",
+        bytes="(2 * M * D + 2 * D * F + D) * itemsize + 8 * M * (D + F)",
+        visible=FFN_VISIBLE,
+        hidden=FFN_HIDDEN,
+        domain=FFN_DOMAIN,
     ),
     TaskDef(
         name="attention",

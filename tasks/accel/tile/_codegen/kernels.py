@@ -124,23 +124,45 @@ def row_compute(a: Asm, op: str, rows: str, buf: str, second: str) -> None:
 
 
 def _row_transfer(
-    a: Asm, regions: list[str], block: str, bufs: list[str], tag: int, store: bool
+    a: Asm,
+    regions: list[str],
+    block: str,
+    bufs: list[str],
+    tag: int,
+    store: bool,
+    size: str = "itemsize",
 ) -> None:
-    """Move block `block` (register) of this tile's rows between `regions` and `bufs`."""
+    """Move block `block` (register) of this tile's rows between `regions` and `bufs`.
+
+    The regions' elements are `size` bytes: a float32 scratch region of a bfloat16 task has
+    rows of another stride, set for its transfer only (r6 holds the task dtype's).
+    """
     a(f"muli r16, {block}, R_BLOCK", "sub r4, r11, r16", "mini r4, r4, R_BLOCK")
-    a("add r16, r16, r10", "muli r16, r16, COLS * itemsize")
+    a("add r16, r16, r10", f"muli r16, r16, COLS * {size}")
+    if size != "itemsize":
+        a(f"li r6, COLS * {size}")
     for k, (region, buf) in enumerate(zip(regions, bufs, strict=True)):
         a(f"adda a{8 + k}, {region}, r16")
         if store:
             a(f"dst [a{8 + k}], [r0 + {buf}], r4, r5, r6, r7, {tag}")
         else:
             a(f"dld [r0 + {buf}], [a{8 + k}], r4, r5, r6, r7, {tag}")
+    if size != "itemsize":
+        a("li r6, COLS * itemsize")
 
 
 def row_stage(
-    a: Asm, op: str, inputs: list[str], output: str, params: list[str], expert: bool
+    a: Asm,
+    op: str,
+    inputs: list[str],
+    output: str,
+    params: list[str],
+    expert: bool,
+    out_size: str = "itemsize",
 ) -> None:
     """A row-wise stage: `output` = op(inputs) over ROWS rows of COLS words.
+
+    The output's elements are `out_size` bytes (4 for a float32 scratch region).
 
     The baseline runs on tile 0, one row at a time, waiting for each transfer. The expert gives
     each tile a contiguous share of the rows and streams them in blocks of R_BLOCK rows through
@@ -169,7 +191,7 @@ def row_stage(
             a("dwait 0", "muli r18, r30, R_BLOCK", "sub r18, r11, r18")
             a("mini r18, r18, R_BLOCK", f"li r14, {bufs[0][0]}", f"li r15, {bufs[0][-1]}")
             row_compute(a, op, "r18", "r14", "r15")
-            _row_transfer(a, [output], "r30", [str(bufs[0][0])], 2, store=True)
+            _row_transfer(a, [output], "r30", [str(bufs[0][0])], 2, True, out_size)
             a("dwait 2")
         a.place(end)
         return
@@ -186,7 +208,7 @@ def row_stage(
         a(f"dwait {p}", "muli r18, r30, R_BLOCK", "sub r18, r11, r18", "mini r18, r18, R_BLOCK")
         a(f"li r14, {bufs[p][0]}", f"li r15, {bufs[p][-1]}")
         row_compute(a, op, "r18", "r14", "r15")
-        _row_transfer(a, [output], "r30", [str(bufs[p][0])], 2 + p, store=True)
+        _row_transfer(a, [output], "r30", [str(bufs[p][0])], 2 + p, True, out_size)
         a("addi r30, r30, 1", f"bge r30, r12, {done}")
     a(f"b {top}")
     a.place(done)
@@ -223,6 +245,17 @@ def _mm_a(a: Asm, m: dict[str, str]) -> None:
     a(f"dld [r0 + {MM_A}], [a8], r4, r5, r6, r7, 4", "dwait 4")
 
 
+def _panel_place(a: Asm, m: dict[str, str], base: str, at: str) -> None:
+    """Point `at` at the output panel's place in a matrix shaped like C at `base`.
+
+    Also sets the panel's rows (r4) and columns (r5) there and a transfer's strides (r6, r7).
+    """
+    a("muli r16, r12, MLEN", f"li r4, {m['M']}", "sub r4, r4, r16", "mini r4, r4, MLEN")
+    a("muli r17, r13, MLEN", f"li r5, {m['N']}", "sub r5, r5, r17", "mini r5, r5, MLEN")
+    a(f"muli r16, r16, {m['N']}", "add r16, r16, r17", f"muli r16, r16, {m['csz']}")
+    a(f"adda {at}, {base}, r16", f"li r6, {m['N']} * {m['csz']}", "li r7, MLEN")
+
+
 def _mm_tile(a: Asm, m: dict[str, str], parity: int) -> None:
     """Compute the output panel of row block r12, column block r13 into D[parity]; store it.
 
@@ -237,15 +270,15 @@ def _mm_tile(a: Asm, m: dict[str, str], parity: int) -> None:
         else:
             a("    vbcast [r17], f0")
         a("    addi r17, r17, MLEN")
+    if m.get("residual"):
+        # The panel starts as the residual's (C's shape and dtype) over the zeros.
+        _panel_place(a, m, m["residual"], "a14")
+        a(f"dld [r0 + {d}], [a14], r4, r5, r6, r7, 5", "dwait 5")
     a(f"mmac [r0 + {d}], [r0 + {MM_A}], [r0 + {MM_B + 4096 * parity}], {m['K']}")
     if m.get("epilogue"):
         a("li r16, MLEN * MLEN", f"li r22, {d}", f"li r19, {MM_TMP}")
         a.strips("r16", ["r22"], ELEMENTWISE[m["epilogue"]]("r22", "r22"))
-    # The panel's rows and columns inside the matrix, then its place in C.
-    a("muli r16, r12, MLEN", f"li r4, {m['M']}", "sub r4, r4, r16", "mini r4, r4, MLEN")
-    a("muli r17, r13, MLEN", f"li r5, {m['N']}", "sub r5, r5, r17", "mini r5, r5, MLEN")
-    a(f"muli r16, r16, {m['N']}", "add r16, r16, r17", f"muli r16, r16, {m['csz']}")
-    a("adda a12, a13, r16", f"li r6, {m['N']} * {m['csz']}", "li r7, MLEN")
+    _panel_place(a, m, "a13", "a12")
     a(f"dst [a12], [r0 + {d}], r4, r5, r6, r7, {2 + parity}")
 
 

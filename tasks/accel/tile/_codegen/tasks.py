@@ -91,6 +91,51 @@ def ffn(title: str) -> Callable[[], Programs]:
     return _both(title, emit)
 
 
+def mlp_block(title: str) -> Callable[[], Programs]:
+    """A pre-norm MLP block, three stages with a barrier between each two (expert).
+
+    n = rmsnorm(x) * g and h = gelu(n @ w1) go to float32 scratch; y = x + h @ w2.
+    a0 = x (M, D), a1 = g (D), a2 = w1 (D, F), a3 = w2 (F, D), a4 = y, a5 = n, a6 = h.
+    """
+    first = {
+        "A": "a5",
+        "B": "a2",
+        "C": "a6",
+        "M": "M",
+        "N": "F",
+        "K": "D",
+        "BATCH": "1",
+        "asz": "4",
+        "bsz": "itemsize",
+        "csz": "4",
+        "epilogue": "gelu",
+    }
+    second = {
+        "A": "a6",
+        "B": "a3",
+        "C": "a4",
+        "residual": "a0",
+        "M": "M",
+        "N": "D",
+        "K": "F",
+        "BATCH": "1",
+        "asz": "4",
+        "bsz": "itemsize",
+        "csz": "itemsize",
+    }
+
+    def emit(a: Asm, expert: bool) -> None:
+        a.equ("ROWS", "M")
+        a.equ("COLS", "D")
+        k.row_stage(a, "rmsnorm", ["a0"], "a5", ["a1"], expert, out_size="4")
+        for stage in (first, second):
+            if expert:
+                k.barrier(a)
+            k.matmul_stage(a, stage, expert)
+
+    return _both(title, emit)
+
+
 def attention(title: str, heads: bool) -> Callable[[], Programs]:
     """Scaled dot-product attention; single-head tasks define H = G = 1."""
 
@@ -126,6 +171,7 @@ TASKS: dict[str, Callable[[], Programs]] = {
     "linear": matmul("linear layer", bias=True),
     "batched_matmul": matmul("batched matmul", batch=True),
     "ffn": ffn("feed-forward block"),
+    "mlp_block": mlp_block("pre-norm MLP block"),
     "attention": attention("scaled dot-product attention", heads=False),
     "gqa": attention("grouped-query attention", heads=True),
     "stencil": _both("1-D stencil steps", k.stencil_stage),
