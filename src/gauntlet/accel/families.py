@@ -35,7 +35,11 @@ F64 = np.float64
 
 
 def _fma(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-    d[...] = a.astype(F64) * b + d
+    # a * b + d in float64, in place in one temporary: the same values as the expression.
+    total = a.astype(F64)
+    total *= b
+    total += d
+    d[...] = total
 
 
 def _recip(d: np.ndarray, a: np.ndarray) -> None:
