@@ -12,6 +12,9 @@
 #   evidence evidence.json, evidence.md: repeatability, judge cost (scripts/gpu_evidence.py)
 #   cost     cost.json: `gauntlet eval` per candidate, this tree against OLD_TREE, alternating
 #   bench    bench.md: scripts/bench_judge.py, cold vs warm (`gauntlet.Judge`) vs feedback
+#   ray      ray.log and scaling.md: the Ray engine on this host's GPUs (tests/engines/
+#            test_ray_gpu.py, then scripts/bench_engines.py on one GPU and on all of them);
+#            needs Ray: carry .ray-kit/ (scripts/ray_kit.py builds it), installed where missing
 # and summary.txt (each step and the exit status).
 #
 # Settings (environment):
@@ -48,6 +51,12 @@ if ! python3 -c "import pydantic" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/gauntlet-site .whl/*.whl || exit 2
     export PYTHONPATH="/tmp/gauntlet-site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+if ! python3 -c "import ray" 2>/dev/null && ls .ray-kit/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/gauntlet-ray .ray-kit/*.whl || exit 2
+    export PYTHONPATH="/tmp/gauntlet-ray${PYTHONPATH:+:$PYTHONPATH}"
+    export PATH="/tmp/gauntlet-ray/bin:$PATH"
 fi
 export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
@@ -109,6 +118,20 @@ for step in "${steps[@]}"; do
             python3 scripts/bench_judge.py --device cuda:0 --suite "${BENCH_SUITE:-gpu-quick}" \
                 --repeats 2 --out "$out/bench.md" ${BENCH_ARGS:-} 2>&1 | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
+        ray)
+            python3 -m pytest -m gpu --gpu -q -p no:cacheprovider -n 0 tests/engines/test_ray_gpu.py \
+                > "$out/ray.log" 2>&1 || status=1
+            gpus=$(nvidia-smi -L | wc -l)
+            # One GPU first (CUDA_VISIBLE_DEVICES, so agents' tools see one too), then all.
+            CUDA_VISIBLE_DEVICES=0 python3 scripts/bench_engines.py --suite "${BENCH_SUITE:-gpu-quick}" \
+                --agents expert autotune --engines ray --keep runs/bench-1gpu --out "$out/scaling.md" \
+                >> "$out/ray.log" 2>&1 || status=1
+            if [ "$gpus" -gt 1 ]; then
+                python3 scripts/bench_engines.py --suite "${BENCH_SUITE:-gpu-quick}" --agents expert autotune \
+                    --engines ray --keep runs/bench-${gpus}gpu --out "$out/scaling.md" >> "$out/ray.log" 2>&1 || status=1
+            fi
+            tail -n 30 "$out/ray.log"
             stop_workers ;;
         *)
             echo "gpu_check: unknown step '$step'" >&2; status=2 ;;
