@@ -70,7 +70,7 @@ def test_constants_are_rebound_everywhere_module_globals_included() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        (_read("level1/3_Uses_Numpy.py"), "imports numpy"),
+        (_read("level1/3_Uses_Missing_Module.py"), "imports gauntlet_fixture_not_installed"),
         ("def get_inputs():\n    return []\n", "defines no Model, get_init_inputs"),
         ("def f(:\n", "not valid Python"),
     ],

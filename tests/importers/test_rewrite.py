@@ -7,6 +7,7 @@ from typing import Any
 
 from gauntlet.importers import kbprobe
 from gauntlet.importers.degeneracy import Finding, Kind
+from gauntlet.importers.kbinputs import HE_GAIN
 from gauntlet.importers.kbsource import module_text, parse_problem
 from gauntlet.importers.kbwrite import TaskPlan
 from gauntlet.importers.kernelbench import _rewrite
@@ -66,12 +67,22 @@ def test_a_distribution_is_dropped_and_the_last_one_is_refused() -> None:
     assert (_rewrite(plan, _report(zeros, 3), rewrites) or "").startswith("degenerate")
 
 
-def test_an_input_dead_everywhere_refuses_and_partly_dead_is_a_finding() -> None:
+def test_an_input_dead_everywhere_scales_the_weights_then_refuses() -> None:
     plan = _plan()
     everywhere = [_finding("no_effect", c, d, "x") for c, d in PAIRS]
-    reason = _rewrite(plan, _report(everywhere, len(PAIRS)), [])
+    rewrites: list[str] = []
+    # First the layers' weights go to He's scale (a deep ReLU stack at PyTorch's default
+    # scale keeps a sixth of its input's variance per layer); their biases do not.
+    assert _rewrite(plan, _report(everywhere, len(PAIRS)), rewrites) == "retry"
+    assert rewrites[0].startswith("weights drawn at He's scale")
+    rules = {p.name: p.rule for p in plan.analysis.parameters}
+    assert rules["linear.weight"].gain == HE_GAIN and rules["linear.bias"].gain == 1.0
+    reason = _rewrite(plan, _report(everywhere, len(PAIRS)), rewrites)
     assert reason == "degenerate: input 'x' has no effect on the output"
-    # A weight without effect under one distribution only is that distribution's finding.
+
+
+def test_a_weight_dead_under_one_distribution_is_a_finding_of_it() -> None:
+    plan = _plan()
     partly = [_finding("no_effect", "C1", "uniform", "norm_weight")]
     assert _rewrite(plan, _report(partly, len(PAIRS)), []) == "retry"
     assert plan.distributions == ["normal"] and not plan.zeroed
@@ -97,3 +108,31 @@ def test_sizes_tied_to_groups_are_halved_one_at_a_time() -> None:
     # Halving everything would leave 8 channels for 16 groups; the rest shrank instead.
     assert reduced["channels"] % 16 == 0
     assert reduced["batch_size"] * reduced["channels"] * reduced["length"] * 4 * 2 <= 64 << 10
+
+
+def test_every_size_of_the_domain_is_odd_in_some_fixed_config() -> None:
+    # Sizes that top out below 10 get no odd top in H2 (`tasks check` asks one odd value of
+    # every size whose domain admits odd ones): a fixed config sets them odd.
+    text = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, features):\n"
+        "        super().__init__()\n"
+        "        self.linear = nn.Linear(features, features)\n"
+        "    def forward(self, x):\n        return torch.relu(self.linear(x))\n"
+        "batch_size = 8\nfeatures = 8\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, features)]\n"
+        "def get_init_inputs():\n    return [features]\n"
+    )
+    source = parse_problem(text, "p.py")
+    analysis = kbprobe.analyze(
+        kbprobe.AnalyzeRequest(
+            module_text=module_text(source), constants=source.constants,
+            forward_args=source.forward_args, max_bytes=1 << 20, max_flops=1e8,
+        )
+    )  # fmt: skip
+    assert set(analysis.domain) == {"batch_size", "features"}
+    for name in analysis.domain:
+        assert any(int(c[name]) % 2 for c in analysis.hidden), name
+    names = [c["name"] for c in analysis.hidden]
+    assert len(names) == len(set(names))

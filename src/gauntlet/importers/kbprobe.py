@@ -291,7 +291,36 @@ def _configs(
           "dtype": dtypes[-1]}],
         [{"name": "H4", **c1, **{n: max(1, int(c1[n]) // 2) for n in sizes}, "dtype": dtypes[-1]}],
     ]  # fmt: skip
-    return _distinct_valid(problem, [[c] for c in visible]), _distinct_valid(problem, hidden)
+    fixed = _distinct_valid(problem, hidden)
+    return _distinct_valid(problem, [[c] for c in visible]), fixed + _odd_fixed(
+        problem, c1, domain, fixed, dtypes[0]
+    )
+
+
+def _odd_fixed(
+    problem: ProblemFunction,
+    c1: Params,
+    domain: dict[str, tuple[int, int]],
+    fixed: list[Params],
+    dtype: str,
+) -> list[Params]:
+    """Fixed configs that set each size of the domain still even everywhere to an odd value.
+
+    `tasks check` asks every size whose domain admits odd values to be odd in some fixed config
+    (a kernel that assumes even sizes must fail one); H2's odd tops are left out below 10 and
+    where they break a tie. All such sizes odd at once where the model runs so, else each
+    alone: the domain kept only sizes that run alone at their odd top (`_domain`).
+    """
+    even = [n for n in domain if not any(int(c[n]) % 2 for c in fixed)]
+    if not even:
+        return []
+    odd = {n: _odd_below(domain[n][1], domain[n][0]) for n in even}
+    slots = [[{"name": "H5", **c1, **odd, "dtype": dtype}]]
+    together = _distinct_valid(problem, slots)
+    if together:
+        return together
+    alone = [[{"name": f"H{5 + i}", **c1, n: odd[n], "dtype": dtype}] for i, n in enumerate(even)]
+    return _distinct_valid(problem, alone)
 
 
 def _distinct_valid(problem: ProblemFunction, slots: list[list[Params]]) -> list[Params]:

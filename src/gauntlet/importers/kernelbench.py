@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from gauntlet import process
 from gauntlet.errors import ConfigError
+from gauntlet.importers.kbinputs import HE_GAIN
 from gauntlet.importers.kbprobe import Analysis, AnalyzeRequest, CheckReport, CheckRequest
 from gauntlet.importers.kbsource import ProblemRefused, module_text, parse_problem
 from gauntlet.importers.kbwrite import TaskPlan, write_task
@@ -206,8 +207,19 @@ def _rewrite(plan: TaskPlan, checked: CheckReport, rewrites: list[str]) -> str |
     absent = Counter(f.input_name for f in checked.findings if f.kind == "no_effect")
     dead = {name for name, count in absent.items() if name and count == checked.measured}
     params = plan.parameter_names()
-    if dead - set(params):
-        return f"degenerate: input {sorted(dead - set(params))[0]!r} has no effect on the output"
+    inert = sorted(dead - set(params))
+    if inert:
+        scaled = _at_he_scale(plan.analysis)
+        if scaled is None:
+            return f"degenerate: input {inert[0]!r} has no effect on the output"
+        # A deep stack of layers at PyTorch's default scale shrinks its input below the
+        # tolerance: the weights are drawn at He's scale instead, once.
+        plan.analysis = scaled
+        rewrites.append(
+            "weights drawn at He's scale (U(-1, 1) sqrt(6 / fan_in)): at PyTorch's default "
+            f"scale input {inert[0]!r} had no effect on the output"
+        )
+        return "retry"
     findings = [f for f in checked.findings if f.input_name not in dead]
     dtype_of = {str(c["name"]): str(c["dtype"]) for c in plan.analysis.visible}
     found_in = {dtype_of[f.config] for f in findings}
@@ -232,6 +244,26 @@ def _rewrite(plan: TaskPlan, checked: CheckReport, rewrites: list[str]) -> str |
         rewrites.append(f"parameter '{params[name]}' fixed at zero: it has no effect on the output")
         plan.zeroed.add(params[name])
     return "retry"
+
+
+def _at_he_scale(analysis: Analysis) -> Analysis | None:
+    """The analysis with its layers' weights at He's scale; None if none is left to scale.
+
+    Weights only (a rule whose fan-in is its own): the biases keep the default bound.
+    """
+    weights = [
+        p for p in analysis.parameters
+        if p.rule.kind == "fan_in" and p.rule.of == p.name and p.rule.gain == 1.0
+    ]  # fmt: skip
+    if not weights:
+        return None
+    scaled = [
+        p.model_copy(update={"rule": p.rule.model_copy(update={"gain": HE_GAIN})})
+        if p in weights
+        else p
+        for p in analysis.parameters
+    ]
+    return analysis.model_copy(update={"parameters": scaled})
 
 
 def _without_dtypes(analysis: Analysis, dropped: set[str]) -> Analysis:
