@@ -308,7 +308,8 @@ def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path
     script.write_text(f'#!/bin/sh\nif [ -f "{slow}" ]; then sleep 600; fi\n')
     script.chmod(0o755)
     agent = f"generic:sandbox=none:{script}"
-    env = {**os.environ, "GAUNTLET_TASKS_DIR": str(TASKS)}
+    # With the warm judge's spare workers, which the stop must take down too.
+    env = {**os.environ, "GAUNTLET_TASKS_DIR": str(TASKS), "GAUNTLET_SPARE_WORKERS": "1"}
     argv = [sys.executable, "-m", "gauntlet", "run", "--out", str(out), "--device", "cpu"]
     argv += ["--agent", agent, "--attempts", "3", "--parallel", "2", "--seed", "5"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: TID251
@@ -325,6 +326,7 @@ def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
         time.sleep(0.2)
     assert len(agents_alive()) >= 2
+    tree = psutil.Process(proc.pid).children(recursive=True)
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
@@ -335,6 +337,9 @@ def test_one_ctrl_c_stops_the_run_kills_everything_and_it_resumes(tmp_path: Path
     # The agents the stop killed are not reported as failures of their own.
     assert "failed on" not in stderr.decode(), stderr.decode()
     assert agents_alive() == []
+    # Nothing it started is left: agents, spare judge workers, their confinements.
+    left = [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == [], [p.cmdline() for p in left]
     assert (out / "attempts.jsonl").read_text() == ""  # nothing half made was recorded
     assert RunStore(out).info().state == "interrupted"
     slow.unlink()
