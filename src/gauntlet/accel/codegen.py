@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gauntlet.accel import semantics
 from gauntlet.accel.isa import (
     Enum,
     Field,
@@ -46,6 +45,7 @@ from gauntlet.accel.isa import (
 )
 from gauntlet.accel.machine import QUEUE_FULL, REGISTER_DEPENDENCY, Halt, Machine, formula_env
 from gauntlet.accel.platform import Platform
+from gauntlet.accel.semantics import Elementwise, same
 
 if TYPE_CHECKING:
     from gauntlet.accel.assembler import Decoded, Program
@@ -59,7 +59,7 @@ _CACHE_BLOCKS = 4096
 #: Semantics the generated code writes as an expression instead of a call; the result is the
 #: same Python operation on the same values.
 _INFIX: dict[Any, str] = {
-    semantics.same: "{0}",
+    same: "{0}",
     operator.add: "{0} + {1}",
     operator.sub: "{0} - {1}",
     operator.mul: "{0} * {1}",
@@ -514,6 +514,10 @@ class _Instance:
         template = _INFIX.get(semantics)
         if template is not None and template.count("{") == len(args):
             expression = template.format(*args)
+        elif isinstance(semantics, Elementwise):
+            # The same NumPy call as the semantics makes, without its Python frame.
+            ufunc = self.block.share(f"U{self.k}", f"C{self.k}.ufunc")
+            expression = f"{ufunc}({args[1]}, {args[2]}, out={args[0]})"
         else:
             expression = f"C{self.k}({', '.join(args)})"
         self.body.append(f"res = {expression}" if returns else expression)
@@ -771,9 +775,12 @@ class _Instance:
             ready = f"RDY_{name}"
             if writers - {self.unit} and self.frontend:
                 self.block.share(ready, f"m.ready[{name!r}]")
-                self.body.append(
-                    f"if {ready}[{index}] > t: t = m.register_stall({ready}[{index}], t)"
-                )
+                self.block.share("stalls", "m.stalls")
+                self.body += [
+                    f"if {ready}[{index}] > t:",
+                    f"    stalls[{REGISTER_DEPENDENCY}] += {ready}[{index}] - t",
+                    f"    t = {ready}[{index}]",
+                ]
             elif writers - {self.unit, self.info.frontend}:
                 self.block.share(ready, f"m.ready[{name!r}]")
                 self.body.append(f"dep_reg = max(dep_reg, {ready}[{index}])")

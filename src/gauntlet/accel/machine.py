@@ -367,13 +367,6 @@ class Machine:
         self.stalls[QUEUE_FULL] += until - t
         return until
 
-    def register_stall(self, until: int, t: int) -> int:
-        """The front end waits for a register a unit is still computing."""
-        if until <= t:
-            return t
-        self.stalls[REGISTER_DEPENDENCY] += until - t
-        return until
-
     def deps(self, unit: int, start: int, accesses: tuple[tuple[int, int, int, bool], ...]) -> int:
         """The earliest start >= `start` that respects other units' in-flight accesses.
 

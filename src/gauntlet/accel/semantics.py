@@ -54,14 +54,21 @@ def ftoi(a: float) -> int:
     return int(max(min(a, float(INT_MAX)), float(INT_MIN)))
 
 
-def elementwise(ufunc: Any) -> Callable[..., None]:
+class Elementwise:
+    """`d <- ufunc(a, b)` element-wise, written in place; generated code calls `ufunc` itself."""
+
+    def __init__(self, ufunc: Any) -> None:
+        self.ufunc = ufunc
+        self.__name__ = f"v_{ufunc.__name__}"
+
+    def __call__(self, d: np.ndarray, a: np.ndarray, b: Any) -> None:
+        """Apply it."""
+        self.ufunc(a, b, out=d)
+
+
+def elementwise(ufunc: Any) -> Elementwise:
     """`d <- ufunc(a, b)` element-wise, written in place."""
-
-    def apply(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-        ufunc(a, b, out=d)
-
-    apply.__name__ = f"v_{ufunc.__name__}"
-    return apply
+    return Elementwise(ufunc)
 
 
 def to_bf16(d: np.ndarray, a: np.ndarray) -> None:
@@ -80,8 +87,8 @@ def reduce_sum(a: np.ndarray) -> float:
 
 
 def reduce_max(a: np.ndarray) -> float:
-    """Largest element."""
-    return float(a.max())
+    """Largest element (NaN if any is NaN): the ufunc `a.max()` calls, without its wrapper."""
+    return float(np.maximum.reduce(a))
 
 
 #: Comparison conditions of compare instructions, by their mnemonic suffix.
