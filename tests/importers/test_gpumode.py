@@ -24,6 +24,7 @@ from gauntlet.importers.gmsource import (
 from gauntlet.importers.gpumode import GpuModeOptions, import_gpumode, task_name
 from gauntlet.importers.kbsource import ProblemRefused
 from gauntlet.task import load_task
+from gauntlet.taskcheck import degeneracy_gate, reference_checks
 
 ROOT = Path(__file__).parent / "gpumode"
 PROBLEMS = ROOT / "problems"
@@ -133,3 +134,14 @@ def test_a_reference_using_a_type_of_task_py_at_run_time_is_refused(tmp_path: Pa
     (folder / "reference.py").write_text(text + "\nKIND = input_t\n")
     with pytest.raises(ProblemRefused, match="uses task.py's 'input_t' outside an annotation"):
         read_problem(tmp_path / "problems", _listing("set/p_py"))
+
+
+def test_an_output_buffer_is_no_input_to_the_task_checks(tmp_path: Path) -> None:
+    # `out` is written, never read: redrawing it moves nothing, and an uninitialised buffer is
+    # no answer. The reference checks and the degeneracy gate leave it out.
+    import_gpumode(ROOT, tmp_path, GpuModeOptions(track="torch2triton", sets=["mini"]))
+    task = load_task(tmp_path / "mini" / "scale")
+    failed = [r for r in reference_checks(task) if not r.ok]
+    assert failed == [], failed
+    gate = degeneracy_gate(task)
+    assert not gate.degenerate, gate.summary()

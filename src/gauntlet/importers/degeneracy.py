@@ -22,7 +22,7 @@ subprocess, never in the process that judges.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Literal
 
 import numpy as np
@@ -72,11 +72,14 @@ def measure(
     tol: Tolerance,
     l2_bound: float,
     redraw_bound: float | None = None,
+    buffers: Collection[str] = (),
 ) -> list[Finding]:
     """Every finding of the gate on one config and distribution (empty: not degenerate).
 
     `redraw_bound` replaces `l2_bound` in the `insensitive` test (for a comparison with no L2
-    bound, such as KernelBench's allclose).
+    bound, such as KernelBench's allclose). `buffers`: inputs that are destination buffers
+    (`[submission] outputs`), written and never read, so neither an answer nor an input to
+    redraw (an uninitialised buffer may even hold the reference's last output).
     """
     moves = l2_bound if redraw_bound is None else redraw_bound
     inputs = draw(config, seed, distribution)
@@ -89,7 +92,7 @@ def measure(
         findings.append(Finding(kind=kind, config=config.name, distribution=distribution,
                                 detail=detail, input_name=name))  # fmt: skip
 
-    arrays = {k: v for k, v in inputs.items() if _is_array(v)}
+    arrays = {k: v for k, v in inputs.items() if _is_array(v) and k not in buffers}
     finite_inputs = all(np.isfinite(v).all() for v in arrays.values() if v.dtype.kind == "f")
     for i, (out, again) in enumerate(zip(outputs, others, strict=True)):
         if finite_inputs and not np.isfinite(out).all():
@@ -164,7 +167,10 @@ def gate(task: Task, draw: Draw, reference: Reference, seed: Callable[[Config], 
         tol = correctness.tolerance_for(task.spec.tolerance, config.dtype)
         bound = correctness.rel_l2_bound(task.spec.tolerance, config.dtype, 0.0)
         for dist in task.spec.inputs.distributions:
-            findings += measure(draw, reference, config, dist, seed(config), tol, bound)
+            findings += measure(
+                draw, reference, config, dist, seed(config), tol, bound,
+                buffers=task.spec.submission.outputs,
+            )  # fmt: skip
     return GateResult(configs=[c.name for c in chosen], findings=findings)
 
 
