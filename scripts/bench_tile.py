@@ -103,17 +103,34 @@ def main() -> int:
     overall = geomean([s for _, _, s in table])
     print(f"geomean over {len(table)} tasks: {overall:.2f}x")
     rates = []
+    loads = []
     for name in args.speed:
         for file in ("baseline.asm", "expert.asm"):
+            loads.append(os.getloadavg()[0])
             label, count, seconds = speed(name, file, args.repeats)
             rates.append((f"{name} {file.removesuffix('.asm')}, {label}", count, seconds))
             print(
                 f"{rates[-1][0]}: {count:,} instructions, {seconds * 1e3:.0f} ms CPU, "
                 f"{count / seconds / 1e6:.2f} M instr/s"
             )
+    loads.append(os.getloadavg()[0])
+    print(f"load average (1 min) during the speed runs: {min(loads):.1f} to {max(loads):.1f}")
     if args.write:
-        write(table, overall, rates, args.repeats)
+        write(table, overall, rates, args.repeats, (min(loads), max(loads)))
     return 0
+
+
+def machine() -> str:
+    """The CPU model, the cores this process may use, and the Python and NumPy versions."""
+    model = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0))
+    return f"{model}, {cores} cores, Python {sys.version.split()[0]}, NumPy {np.__version__}"
 
 
 def write(
@@ -121,16 +138,17 @@ def write(
     overall: float,
     rates: list[tuple[str, int, float]],
     repeats: int,
+    loads: tuple[float, float],
 ) -> None:
     """Replace the tile section of docs/accel/BENCHMARK.md (between its markers)."""
-    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     cores = len(os.sched_getaffinity(0))
     lines = [
         BEGIN,
         "## The tile platform",
         "",
-        f"Measured with `.venv/bin/python scripts/bench_tile.py --write` on {today} ({cores} "
-        "cores, shared with other work). Simulated cycles of the compiler baseline and of the "
+        f"Measured with `.venv/bin/python scripts/bench_tile.py --write` on {now} ({machine()}; "
+        "shared with other work). Simulated cycles of the compiler baseline and of the "
         "expert on each visible config (outputs checked against the reference), and the "
         "expert's speedup: per task the geometric mean over its configs.",
         "",
@@ -147,9 +165,9 @@ def write(
         f"{len(table)} tasks: **{overall:.2f}x**.",
         "",
         "Simulator speed on tile programs (baselines and experts on the task's H2 config, "
-        f"every tile's instructions counted, CPU time of `simulate`, best of {repeats}; load "
-        f"average {os.getloadavg()[0]:.1f} on the {cores} cores when written, from other "
-        "sessions, so these are floors):",
+        f"every tile's instructions counted, CPU time of `simulate`, best of {repeats}; the "
+        f"1-minute load average on the {cores} cores was {loads[0]:.1f} to {loads[1]:.1f} "
+        "during these runs, from other sessions, so these are floors):",
         "",
         "| program | instructions | CPU time | simulated instr/s |",
         "| --- | ---: | ---: | ---: |",
