@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ from gauntlet.errors import ConfigError
 from gauntlet.judge import judge
 from gauntlet.task import load_task
 from gauntlet.workspace import build_workspace, workspace_changes
+from tests.support.fixtures import TASKS
 
 TASK_DIR = Path(__file__).parent / "agents" / "task_scale"
 
@@ -39,6 +42,11 @@ CONTAINING = [
     )
     for kind in ("bwrap", "confine", "docker")
 ]
+
+needs_docker = pytest.mark.skipif(
+    sandbox.availability("docker") is not None,
+    reason=f"docker is not usable here: {sandbox.availability('docker')}",
+)
 
 PROBE = """\
 import json, subprocess, sys
@@ -149,13 +157,13 @@ def test_network_option(kind: str, tmp_path: Path, network: bool) -> None:
             "    print('connected')\n"
             "except OSError as err:\n    print('refused', err)\n"
         )
-        launch = sandbox.prepare(
+        with sandbox.prepare(
             sandbox.SandboxSpec(kind=kind, network=network),  # type: ignore[arg-type]
             [sys.executable, "-c", code],
             workspace=tmp_path,
             env={"PATH": "/usr/bin:/bin"},
-        )
-        finished = process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=30)
+        ) as launch:
+            finished = process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=30)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.startswith("connected" if network else "refused")
 
@@ -175,19 +183,20 @@ def test_sandbox_kills_even_processes_that_left_the_session(kind: str, tmp_path:
         workspace=tmp_path,
         env={"PATH": "/usr/bin:/bin"},
     )
-    child = process.Child(launch.argv, env=launch.env, cwd=launch.cwd)
+    with launch:  # as the CLI agents do (docker: closing it ends the container)
+        child = process.Child(launch.argv, env=launch.env, cwd=launch.cwd)
 
-    def escapees() -> list[psutil.Process]:
-        return [p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+        def escapees() -> list[psutil.Process]:
+            return [
+                p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])
+            ]
 
-    deadline = time.monotonic() + 20
-    while not escapees() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert escapees(), "the escapee never started"
-    finished = child.wait(timeout_s=0.5, kill_tree=True)
-    assert finished.timed_out
-    for command in launch.cleanup:  # as the CLI agents do (docker: its container is killed)
-        process.run(command, timeout_s=30)
+        deadline = time.monotonic() + 20
+        while not escapees() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert escapees(), "the escapee never started"
+        finished = child.wait(timeout_s=0.5, kill_tree=True)
+        assert finished.timed_out
     deadline = time.monotonic() + 10
     while escapees() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -199,6 +208,7 @@ def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, network
     # The command line alone, without a daemon (CI has none): the same view as bwrap's.
     monkeypatch.setattr(sandbox, "availability", lambda kind: None)
     monkeypatch.setattr(sandbox, "_docker_root_image", lambda docker: "gauntlet-sandbox-root:x")
+    monkeypatch.setattr(sandbox, "_reap_orphans", lambda docker: None)
     monkeypatch.setenv("DOCKER_HOST", "unix:///run/other.sock")
     home = tmp_path / "home"
     home.mkdir()
@@ -215,14 +225,28 @@ def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, network
         name="gauntlet-attempt/1",
     )
     argv = launch.argv
-    docker = argv[0]
     assert argv[1:3] == ["run", "--rm"]
-    assert argv[-4:] == ["gauntlet-sandbox-root:x", str(client), "-p", "hi"]
+    # The command runs under the tether, which ends the container when the launch closes.
+    assert launch.tether is not None
+    tether = launch.tether.socket_path
+    command = sandbox.tether_argv(tether, [str(client), "-p", "hi"])
+    assert argv[-len(command) - 1 :] == ["gauntlet-sandbox-root:x", *command]
+    assert command[:2] == [sys.executable, "-I"]
+    assert command[-6:] == [
+        str(Path(sandbox.tether.__file__).resolve()),
+        str(tether),
+        "--",
+        str(client),
+        "-p",
+        "hi",
+    ]
+    owner = argv[argv.index("--label") + 1]
+    assert owner == f"gauntlet.owner={sandbox._owner()}"
     assert argv[argv.index("--network") + 1] == ("host" if network else "none")
     name = argv[argv.index("--name") + 1]
     assert name.startswith("gauntlet-attempt-1-") and len(name) == len("gauntlet-attempt-1-") + 8
     assert argv[argv.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
-    assert {"--read-only", "--init"} <= set(argv)
+    assert {"--read-only", "--init", "--interactive"} <= set(argv)
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     volumes = [argv[i + 1] for i, a in enumerate(argv) if a == "--volume"]
     # The toolchain and the client's whole node_modules tree read-only, HOME writable, never
@@ -233,27 +257,31 @@ def test_docker_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, network
         in volumes
     )
     assert f"{home}:{home}" in volumes
+    assert f"{tether.parent}:{tether.parent}:ro" in volumes
     assert not [v for v in volumes if v.startswith(("/sbin", "/etc/hosts", "/etc/resolv.conf"))]
     envs = [argv[i + 1] for i, a in enumerate(argv) if a == "--env"]
     assert envs == ["ANTHROPIC_API_KEY", "HOME", "PATH"]  # names only: values stay out of argv
     assert launch.env["ANTHROPIC_API_KEY"] == "k"
     assert launch.env["DOCKER_HOST"] == "unix:///run/other.sock"  # the client's own settings
-    assert launch.cleanup == [[docker, "kill", name]]
+    launch.close()
+    assert not tether.parent.exists()
 
 
-def test_docker_root_image_holds_only_the_hosts_top_level_links() -> None:
+def test_docker_root_image_holds_only_the_hosts_top_level_links_and_tmp() -> None:
     import io
     import tarfile
 
     with tarfile.open(fileobj=io.BytesIO(sandbox._docker_root_tar())) as tar:
-        members = {m.name: (m.issym(), m.linkname) for m in tar.getmembers()}
+        members = {m.name: m for m in tar.getmembers()}
+    links = {name: (m.linkname) for name, m in members.items() if m.issym()}
     expected = {
-        d.lstrip("/"): (True, os.readlink(d))
-        for d in sandbox.DOCKER_SYSTEM_DIRS
-        if Path(d).is_symlink()
+        d.lstrip("/"): os.readlink(d) for d in sandbox.DOCKER_SYSTEM_DIRS if Path(d).is_symlink()
     }
-    assert members == expected
+    assert links == expected
     assert "sbin" not in members
+    # /tmp open to every user: runc gives the container's tmpfs /tmp this folder's mode.
+    assert set(members) - set(links) == {"tmp"}
+    assert members["tmp"].isdir() and members["tmp"].mode == 0o1777
 
 
 @pytest.mark.parametrize("kind", CONTAINING)
@@ -345,3 +373,98 @@ def test_generic_takes_the_sandbox_options_before_its_command(
 def test_generic_rejects_an_unknown_sandbox() -> None:
     with pytest.raises(ConfigError, match="unknown sandbox 'jail'.*known: auto"):
         make_agent("generic:sandbox=jail:echo hi")
+
+
+def docker_containers(*filters: str) -> list[str]:
+    """`docker ps --all` with these filters: each container's id, labels and command."""
+    argv = ["docker", "ps", "--all", "--no-trunc"]
+    for item in filters:
+        argv += ["--filter", item]
+    listed = process.run(
+        [*argv, "--format", "{{.ID}} {{.Labels}} {{.Command}}"], timeout_s=sandbox.PROBE_TIMEOUT_S
+    )
+    assert listed.returncode == 0, listed.stderr
+    return listed.stdout.splitlines()
+
+
+@needs_docker
+def test_docker_tmp_is_open_to_every_user(tmp_path: Path) -> None:
+    # Docker makes the working directory (here under /tmp) in the root before the tmpfs is
+    # mounted, and runc gives the tmpfs that folder's mode: the root image's /tmp is 1777.
+    with sandbox.prepare(
+        sandbox.SandboxSpec(kind="docker", network=False),
+        ["stat", "-c", "%a", "/tmp"],
+        workspace=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    ) as launch:
+        finished = process.run(launch.argv, env=launch.env, cwd=launch.cwd, timeout_s=60)
+    assert (finished.returncode, finished.stdout) == (0, "1777\n"), finished.stderr
+
+
+@needs_docker
+@pytest.mark.slow  # a whole run each, about 30 s
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_no_container_outlives_a_stopped_or_killed_run(stop: int, tmp_path: Path) -> None:
+    # A real run whose agent sleeps in a container: Ctrl-C (the run kills its agents) and
+    # kill -9 (the agents die with the harness, PR_SET_PDEATHSIG) both cut the tether.
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\nsleep 600\n")
+    script.chmod(0o755)
+    env = {**os.environ, "GAUNTLET_TASKS_DIR": str(TASKS)}
+    argv = [sys.executable, "-m", "gauntlet", "run", "--out", str(tmp_path / "run")]
+    argv += ["--device", "cpu", "--tasks", "triton2triton/scale_add"]
+    argv += ["--agent", f"generic:sandbox=docker,network=off:{script}"]
+    harness = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: TID251
+
+    def ours() -> list[str]:
+        return [c for c in docker_containers("label=gauntlet.owner") if str(script) in c]
+
+    deadline = time.monotonic() + 120
+    while not ours() and time.monotonic() < deadline:
+        assert harness.poll() is None, harness.stderr.read().decode() if harness.stderr else ""
+        time.sleep(0.2)
+    assert ours(), "the agent's container never started"
+    harness.send_signal(stop)
+    harness.communicate(timeout=60)
+    stopped = time.monotonic()
+    while ours() and time.monotonic() < stopped + 20:
+        time.sleep(0.2)
+    assert ours() == []
+    assert time.monotonic() - stopped < 20
+
+
+@needs_docker
+def test_containers_whose_owner_is_gone_are_removed() -> None:
+    # The tether cannot end a container that was created and never started (its client
+    # killed in between): the next docker sandbox prepared here removes it. Containers of a
+    # live owner, or of an owner this host cannot see, stay.
+    boot, namespace, pid, started = sandbox._owner().split("/")
+    gone = process.Child(["true"])  # a pid whose process has ended
+    gone.wait()
+    owners = {
+        "gone": f"{boot}/{namespace}/{gone.pid}/{started}",
+        "restarted": f"{boot}/{namespace}/{pid}/{int(started) - 1}",  # the pid reused since
+        "alive": sandbox._owner(),
+        "other boot": f"00000000-0000-0000-0000-000000000000/{namespace}/{gone.pid}/{started}",
+        "other namespace": f"{boot}/1/{gone.pid}/{started}",
+    }
+    image = sandbox._docker_root_image("docker")
+    made = {}
+    try:
+        for who, owner in owners.items():
+            created = process.run(
+                ["docker", "create", "--label", f"gauntlet.owner={owner}", image, "/usr/bin/true"],
+                timeout_s=sandbox.PROBE_TIMEOUT_S,
+            )
+            assert created.returncode == 0, created.stderr
+            made[who] = created.stdout.strip()
+        sandbox._reap_orphans.cache_clear()
+        sandbox._reap_orphans("docker")
+        left = {line.split()[0] for line in docker_containers("label=gauntlet.owner")}
+        assert {who for who, container in made.items() if container in left} == {
+            "alive",
+            "other boot",
+            "other namespace",
+        }
+    finally:
+        process.run(["docker", "rm", "--force", *made.values()], timeout_s=60)

@@ -19,8 +19,12 @@
   unprivileged users but a Docker daemon answers: the host's toolchain and the agent's own
   installation mounted read-only at the same paths, the workspace and the extra folders
   writable, a fresh `/tmp`, no capabilities, a read-only root made by `docker import` from an
-  empty tree (no registry is needed). The container runs as the harness's user and is killed
-  (`Launch.cleanup`) as soon as its `docker run` client ends.
+  almost empty tree (no registry is needed). The container runs as the harness's user. It
+  lives only while its `Launch` is open: its first process, `gauntlet.tether`, ends it as soon
+  as the process that prepared it closes the launch or dies (Ctrl-C's kill, `kill -9`), since
+  Docker itself keeps a container running when its `docker run` client is killed. Each
+  container is labelled with that owner, and containers whose owner is gone (one created but
+  never started) are removed at the next docker sandbox this host prepares.
 - `none`: the command itself, in the workspace, with the scrubbed environment it is given. It
   contains nothing: the agent reads and writes whatever the user can. Only when asked for (or
   when `auto` finds no sandbox), and recorded with the attempt as unsandboxed.
@@ -35,17 +39,19 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import sys
 import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gauntlet import confine, process
+from gauntlet import confine, process, tether
 from gauntlet.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -57,6 +63,9 @@ AUTO_ORDER = ("bwrap", "confine", "docker")
 
 #: The repository of the container root `docker` makes (tagged with a digest of its content).
 DOCKER_ROOT_IMAGE = "gauntlet-sandbox-root"
+#: The label naming a container's owner: the host's boot, the owner's PID namespace, its pid
+#: and its start time (`_owner`), which no other process of this host ever shares.
+DOCKER_OWNER_LABEL = "gauntlet.owner"
 
 #: Read-only system folders of the toolchain; top-level symlinks (`/bin -> usr/bin`) are kept.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
@@ -105,16 +114,61 @@ class SandboxSpec(BaseModel):
     host's network, as the harness sees it (a model server on 127.0.0.1 included)."""
 
 
+class Tether:
+    """The owner's end of a container's tether (`gauntlet.tether`).
+
+    A Unix socket listening in a private folder, which the container's first process connects
+    to and the owner never accepts: when it closes, by `close` or with this process, the
+    pending connection is reset and the container ends. Not inherited by any child process.
+    """
+
+    def __init__(self) -> None:
+        """Listen in a fresh folder under the temporary directory."""
+        self.folder = Path(tempfile.mkdtemp(prefix="gauntlet-tether-"))
+        self.socket_path = self.folder / "owner.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._listener.bind(str(self.socket_path))
+            self._listener.listen(1)
+        except OSError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Cut the tether: the container it holds ends."""
+        self._listener.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 @dataclass(frozen=True)
 class Launch:
-    """How to start a sandboxed command, and how to clean up after it."""
+    """How to start a sandboxed command; closing it ends what it started (`docker`).
+
+    Use it as a context manager around the process it starts.
+    """
 
     argv: list[str]
     env: dict[str, str]
     """The environment of the process started (bwrap or the docker client passes it on)."""
     cwd: Path
-    cleanup: list[list[str]] = field(default_factory=list)
-    """Commands to run once the process is gone (e.g. `docker kill` of its container)."""
+    tether: Tether | None = None
+    """The container's tether (`docker`): the container lives while the launch is open."""
+
+    def close(self) -> None:
+        """End the sandbox's container, if it has one (at once, whatever runs inside)."""
+        if self.tether is not None:
+            self.tether.close()
+
+    def __enter__(self) -> Launch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def prepare(
@@ -142,7 +196,8 @@ def prepare(
         name: A name for the container (`docker`; a random suffix keeps it unique).
 
     Returns:
-        The command, its environment and working directory, and the cleanup commands.
+        The command, its environment and working directory; close it once the process is
+        gone (a `docker` container lives until then, or until this process dies).
 
     Raises:
         ConfigError: The sandbox is not usable here, or it would show a `hidden` path.
@@ -329,13 +384,9 @@ def _docker(
     # Two runs may hold attempts of the same name; a container's name must be unique.
     safe = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in name)
     container = f"{safe}-{secrets.token_hex(4)}"
-    args = [docker, "run", "--rm", "--init", "--name", container]
-    # The host's network when on, as bwrap and confine share it: a model server on 127.0.0.1
-    # answers (a bridge network would not reach it).
-    args += ["--network", "host" if spec.network else "none"]
-    args += ["--user", f"{os.getuid()}:{os.getgid()}", "--read-only", "--cap-drop", "ALL"]
-    args += ["--security-opt", "no-new-privileges"]
-    args += ["--tmpfs", "/tmp:rw,exec,mode=1777"]
+    # The tether runs on this interpreter, as a file of this package (both in toolchain_paths);
+    # a script, so that it imports nothing but the standard library wherever the package is.
+    read_only = _outermost([*read_only, *toolchain_paths()])
     volumes = [
         (Path(d), True) for d in DOCKER_SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()
     ]
@@ -345,29 +396,132 @@ def _docker(
         if e not in DOCKER_ETC and Path("/etc", e).exists()
     ]
     volumes += [(p, True) for p in read_only] + [(p, False) for p in read_write]
-    for path, ro in volumes:
+    for path, _ in volumes:
         if ":" in str(path):
             raise ConfigError(f"sandbox 'docker' cannot mount '{path}': its path holds a ':'")
+    image = _docker_root_image(docker)
+    _reap_orphans(docker)
+    owner_end = Tether()
+    # --interactive: the client streams its stdin into the container (a generic agent's
+    # prompt); without it the command reads an empty stdin.
+    args = [docker, "run", "--rm", "--init", "--interactive", "--name", container]
+    args += ["--label", f"{DOCKER_OWNER_LABEL}={_owner()}"]
+    # The host's network when on, as bwrap and confine share it: a model server on 127.0.0.1
+    # answers (a bridge network would not reach it).
+    args += ["--network", "host" if spec.network else "none"]
+    args += ["--user", f"{os.getuid()}:{os.getgid()}", "--read-only", "--cap-drop", "ALL"]
+    args += ["--security-opt", "no-new-privileges"]
+    args += ["--tmpfs", "/tmp:rw,exec,mode=1777"]
+    for path, ro in [*volumes, (owner_end.folder, True)]:
         args += ["--volume", f"{path}:{path}" + (":ro" if ro else "")]
     args += ["--workdir", str(workspace)]
     for key in sorted(env):
         args += ["--env", key]  # the value comes from the docker client's environment
-    args += [_docker_root_image(docker), *argv]
+    args += [image, *tether_argv(owner_end.socket_path, argv)]
     # The client itself needs the user's Docker settings (another daemon, a context).
     client_env = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
-    return Launch(
-        argv=args,
-        env=dict(env) | client_env,
-        cwd=workspace,
-        cleanup=[[docker, "kill", container]],
+    return Launch(argv=args, env=dict(env) | client_env, cwd=workspace, tether=owner_end)
+
+
+def tether_argv(socket_path: Path, argv: Sequence[str]) -> list[str]:
+    """`argv` run under the tether (`gauntlet.tether`) held by the socket at `socket_path`."""
+    return [
+        sys.executable,
+        "-I",
+        str(Path(tether.__file__).resolve()),
+        str(socket_path),
+        "--",
+        *argv,
+    ]
+
+
+def _owner() -> str:
+    """This process as a container's owner: `boot/pidns/pid/start`, unique on this host.
+
+    The boot id tells this boot from others, the PID namespace this process's pids from those
+    of a harness in another container of the same kernel, the start time (clock ticks after
+    boot) this process from a later one that reuses its pid.
+    """
+    pid = os.getpid()
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    return f"{boot}/{namespace}/{pid}/{_start_time(pid)}"
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time in clock ticks after boot (None: no such process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The fields after the command's name (which may hold spaces and parentheses); the 22nd
+    # field of the line, starttime, is the 20th of these.
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _owner_gone(owner: str) -> bool:
+    """Whether the owner a label names has certainly ended.
+
+    Never for another boot's or another PID namespace's owner: this process cannot see those.
+    """
+    here_boot, here_namespace, _, _ = _owner().split("/")
+    boot, namespace, pid, started = (owner.split("/") + ["", "", "", ""])[:4]
+    if (boot, namespace) != (here_boot, here_namespace) or not pid.isdigit():
+        return False
+    return _start_time(int(pid)) != started
+
+
+@functools.cache
+def _reap_orphans(docker: str) -> None:
+    """Remove this host's sandbox containers whose owner is gone; once per process.
+
+    The tether ends a running container with its owner; this takes what it cannot: a
+    container created but never started (its client killed in between), or one whose tether
+    was kept from ending it.
+    """
+    listed = process.run(
+        [
+            docker,
+            "ps",
+            "--all",
+            "--filter",
+            f"label={DOCKER_OWNER_LABEL}",
+            "--format",
+            f'{{{{.ID}}}}\t{{{{.Label "{DOCKER_OWNER_LABEL}"}}}}',
+        ],
+        timeout_s=PROBE_TIMEOUT_S,
     )
+    if listed.returncode != 0:
+        logger.debug("cannot list sandbox containers: %s", listed.stderr.strip())
+        return
+    orphans = [
+        container
+        for container, _, owner in (line.partition("\t") for line in listed.stdout.splitlines())
+        if _owner_gone(owner)
+    ]
+    if not orphans:
+        return
+    removed = process.run([docker, "rm", "--force", *orphans], timeout_s=PROBE_TIMEOUT_S)
+    if removed.returncode != 0:
+        logger.warning(
+            "cannot remove sandbox containers %s, whose owners are gone: %s",
+            ", ".join(orphans),
+            removed.stderr.strip(),
+        )
+    else:
+        logger.info("removed sandbox containers whose owners are gone: %s", ", ".join(orphans))
 
 
 def _docker_root_tar() -> bytes:
-    """The container's root: the host's top-level links (`/bin -> usr/bin`), nothing else.
+    """The container's root: the host's top-level links (`/bin -> usr/bin`) and `/tmp`.
 
     Every folder the agent sees is a mount; the links make paths such as `/bin/sh` and the
-    loader's `/lib64/...` resolve as on the host.
+    loader's `/lib64/...` resolve as on the host. `/tmp` is there with mode 1777 because
+    runc gives a tmpfs the mode of the folder it covers whenever that folder exists, whatever
+    its `mode=` option says, and Docker makes the working directory (the workspace, often
+    under `/tmp`) in the root before it mounts anything: a `/tmp` it made then (0755, root's)
+    would leave the container's `/tmp` unwritable to any other user. (Claude Code 2.1.197
+    makes `/tmp/claude-<uid>` at its start and exits 0 silently when it cannot.)
     """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
@@ -378,6 +532,10 @@ def _docker_root_tar() -> bytes:
                 info.type = tarfile.SYMTYPE
                 info.linkname = os.readlink(path)
                 tar.addfile(info)
+        tmp = tarfile.TarInfo("tmp")
+        tmp.type = tarfile.DIRTYPE
+        tmp.mode = 0o1777
+        tar.addfile(tmp)
     return buffer.getvalue()
 
 
@@ -496,7 +654,8 @@ def _docker_problem() -> str | None:
             )
         except ConfigError as err:
             return str(err)
-        started = process.run(launch.argv, env=launch.env, timeout_s=PROBE_TIMEOUT_S)
+        with launch:
+            started = process.run(launch.argv, env=launch.env, timeout_s=PROBE_TIMEOUT_S)
     if started.returncode != 0:
         detail = started.stderr.strip().splitlines()
         return f"docker cannot start a container ({detail[-1] if detail else started.returncode})"

@@ -43,8 +43,11 @@ def run_in_child(spec: str, ctx: AgentContext) -> AgentResult:
             )
         )
         started = time.monotonic()
+        # die_with_parent: a harness killed with `kill -9` takes its agents along (each its
+        # client and sandbox, `CLIAgent`), since a result nobody reads is worth no work.
         child = process.Child(
-            [sys.executable, "-m", "gauntlet.agents.child", str(context_path), str(result_path)]
+            [sys.executable, "-m", "gauntlet.agents.child", str(context_path), str(result_path)],
+            die_with_parent=True,
         )
         finished = child.wait(timeout_s=ctx.budget.wall_s + GRACE_S, kill_tree=True)
         wall_s = round(time.monotonic() - started, 3)

@@ -415,28 +415,32 @@ class CLIAgent:
         )
         watch = _Watch(self, ctx, turns, home)
         started = time.monotonic()
-        try:
-            child = process.Child(
-                launch.argv,
-                env=launch.env,
-                cwd=launch.cwd,
-                stdin_data=launcher.stdin,
-                output_limit=STDERR_LIMIT_BYTES,
-                on_stdout_line=watch.feed,
-            )
-        except OSError as err:
-            watch.close()
-            return AgentResult(
-                status="error",
-                message=f"{self.name} could not be started ({launch.argv[0]}): {err}",
-                transcript=ctx.transcript,
-                sandbox=self.sandbox_kind,
-            )
-        watch.attach(child)
-        logger.info("started agent %s (pid %d) in %s", self.name, child.pid, ctx.workspace)
-        finished = child.wait(timeout_s=ctx.budget.wall_s, kill_tree=True)
-        for command in launch.cleanup:
-            process.run(command, timeout_s=30)
+        # Closing the launch ends the agent's container (docker), whatever still runs there.
+        with launch:
+            try:
+                # die_with_parent: this process killed with its harness (`kill -9`, which no
+                # one can clean up after) takes the client along; bwrap and confine end their
+                # namespaces with it (the container ends with the launch's tether).
+                child = process.Child(
+                    launch.argv,
+                    env=launch.env,
+                    cwd=launch.cwd,
+                    stdin_data=launcher.stdin,
+                    output_limit=STDERR_LIMIT_BYTES,
+                    on_stdout_line=watch.feed,
+                    die_with_parent=True,
+                )
+            except OSError as err:
+                watch.close()
+                return AgentResult(
+                    status="error",
+                    message=f"{self.name} could not be started ({launch.argv[0]}): {err}",
+                    transcript=ctx.transcript,
+                    sandbox=self.sandbox_kind,
+                )
+            watch.attach(child)
+            logger.info("started agent %s (pid %d) in %s", self.name, child.pid, ctx.workspace)
+            finished = child.wait(timeout_s=ctx.budget.wall_s, kill_tree=True)
         watch.close()
         stderr = finished.stderr.strip()
         if stderr:
@@ -492,8 +496,9 @@ class CLIAgent:
             last = said.message or stderr[-STDERR_TAIL_CHARS:]
             return "error", f"{self.name} exited with {how}" + (f": {last}" if last else "")
         if self.profile.counts_calls and said.calls == 0:
-            # Seen with Claude Code 2.1.197 as a non-root user in a Docker container: exit 0,
-            # no output, no request. Judging the untouched template would score the baseline.
+            # Seen with Claude Code 2.1.197 where it cannot make /tmp/claude-<uid> (a non-root
+            # user in a container whose /tmp was root's): exit 0, no output, no request.
+            # Judging the untouched template would score the baseline.
             last = said.message or stderr[-STDERR_TAIL_CHARS:] or "it printed nothing"
             return "error", f"{self.name} exited normally without calling its model: {last}"
         return "finished", said.message or f"{self.name} exited normally"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,8 @@ class ClientCheck:
 
 def check_clients(timeout_s: float = CHECK_TIMEOUT_S) -> list[ClientCheck]:
     """Every CLI client with a binary of its own (not `generic`), checked in every sandbox."""
-    with tempfile.TemporaryDirectory(prefix="gauntlet-check-") as tmp:
+    # The launches stay open until every check is answered: closing one ends its container.
+    with tempfile.TemporaryDirectory(prefix="gauntlet-check-") as tmp, ExitStack() as launches:
         started: dict[tuple[str, str], process.Child] = {}
         problems: dict[tuple[str, str], str | None] = {}
         found: dict[str, str | None] = {}
@@ -63,7 +65,7 @@ def check_clients(timeout_s: float = CHECK_TIMEOUT_S) -> list[ClientCheck]:
                     problems[key] = problem
                     continue
                 try:
-                    started[key] = _start(executable, kind, Path(tmp) / name / kind)
+                    started[key] = _start(executable, kind, Path(tmp) / name / kind, launches)
                 except (OSError, ConfigError) as err:
                     problems[key] = f"cannot start: {err}"
         deadline = time.monotonic() + timeout_s
@@ -91,15 +93,17 @@ def _not_checked(kind: str) -> str | None:
     return None
 
 
-def _start(executable: str, kind: str, folder: Path) -> process.Child:
+def _start(executable: str, kind: str, folder: Path, launches: ExitStack) -> process.Child:
     workspace, home = folder / "workspace", folder / "home"
     workspace.mkdir(parents=True)
     home.mkdir()
     path = os.pathsep.join([str(Path(executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
     env = {"PATH": path, "HOME": str(home), "TERM": "dumb", "NO_COLOR": "1", "CI": "1"}
     spec = sandbox.SandboxSpec(kind=kind, network=False)  # type: ignore[arg-type]
-    launch = sandbox.prepare(
-        spec, _version_argv(executable), workspace=workspace, env=env, writable=[home]
+    launch = launches.enter_context(
+        sandbox.prepare(
+            spec, _version_argv(executable), workspace=workspace, env=env, writable=[home]
+        )
     )
     return process.Child(launch.argv, env=launch.env, cwd=launch.cwd)
 
