@@ -40,6 +40,8 @@ TRACKS: tuple[str, ...] = Track.__args__  # type: ignore[attr-defined]
 DISTRIBUTIONS = (
     "normal", "uniform", "scaled", "heavy_tailed", "special", "ones", "integers", "problem"
 )  # fmt: skip
+#: The distributions `taskkit.draw` draws (`problem` is the problem's own generator's).
+DRAWN_DISTRIBUTIONS = tuple(d for d in DISTRIBUTIONS if d != "problem")
 
 #: Bytes per element of the dtypes task configs may name, for roofline expressions (`itemsize`).
 ITEMSIZE = {

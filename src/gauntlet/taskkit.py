@@ -1,7 +1,8 @@
 """Trusted helpers for task input generators (`make_inputs`).
 
 Tasks draw their inputs through these functions so that every task means the same thing by a
-distribution name (`gauntlet.task.DISTRIBUTIONS`) and every draw is reproducible from the seed.
+distribution name (`gauntlet.task.DRAWN_DISTRIBUTIONS`) and every draw is reproducible from the
+seed.
 Values are drawn in float32 (float64 for a float64 target), then cast to the target dtype, on
 the device they are for: a task's `make_inputs` passes one CPU generator to every draw, and a
 draw for a GPU seeds a generator there from the CPU one's stream. Inputs are therefore
@@ -118,7 +119,7 @@ def draw(
         shape: The tensor's shape.
         dtype: The target float dtype (name or torch dtype); values are drawn in float32
             (float64 for a float64 target) and then cast, so they are exact in the target.
-        distribution: One of `gauntlet.task.DISTRIBUTIONS`:
+        distribution: One of `gauntlet.task.DRAWN_DISTRIBUTIONS`:
             `normal` N(0, 1); `uniform` U(-1, 1); `scaled` N(0, 1) * 100 + 50;
             `heavy_tailed` Student's t with 2 degrees of freedom, clipped to +-1000;
             `special` N(0, 1) with zeros (both signs), exact ties, large and tiny values
