@@ -21,11 +21,12 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The `standard` suite's tasks (every task but the tile platform's, save four; tasks/suites.toml)
-# that the devices here can run, with the built-in agents that need no model or key (autotune
-# at its default budget of 8 judge calls a task; docs/agents.md says what it adds).
+# that the devices here can run, with the built-in agents that need no model or key. autotune
+# at 5 judge calls a task: every 5-point knob grid whole, and on the two decoder blocks the
+# choice its default 8 calls make, 3 judgments sooner (docs/agents.md says what it adds).
 run: $(VENV)/.installed
 	$(VENV)/bin/gauntlet run --suite standard --out $(RUN_OUT) --parallel 2 \
-		--agent baseline --agent expert --agent autotune
+		--agent baseline --agent expert --agent autotune:calls=5
 	$(VENV)/bin/gauntlet report $(RUN_OUT)
 
 # --dist loadgroup: the Ray engine's tests (xdist_group "ray") share one pytest worker, so the
