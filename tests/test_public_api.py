@@ -17,3 +17,11 @@ def test_import_touches_no_torch() -> None:
     code = "import sys, gauntlet; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_command_line_starts_without_torch() -> None:
+    # Every command's module is loaded to build the CLI: `gauntlet --help` (or a usage error)
+    # must not wait seconds for PyTorch (it did, through `tasks check`'s importers).
+    code = "import sys, gauntlet.cli; print([m for m in ('torch', 'ray') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
