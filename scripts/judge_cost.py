@@ -22,12 +22,14 @@ from pathlib import Path
 from gauntlet import process
 
 
-def _eval_once(tree: Path, task: str, device: str) -> tuple[float, str, dict[str, float]]:
+def _eval_once(
+    tree: Path, task: str, device: str, tasks: Path
+) -> tuple[float, str, dict[str, float]]:
     env = dict(os.environ)
     env["PYTHONPATH"] = f"{tree}{os.pathsep}{env.get('PYTHONPATH', '')}"
     # Every tree judges this checkout's tasks (a tree unpacked elsewhere has none beside it).
-    env["GAUNTLET_TASKS_DIR"] = str(Path("tasks").resolve())
-    expert = Path("tasks") / task / "expert"
+    env["GAUNTLET_TASKS_DIR"] = str(tasks.resolve())
+    expert = tasks / task / "expert"
     argv = [sys.executable, "-m", "gauntlet", "eval", task, str(expert), "--device", device]
     started = time.monotonic()
     finished = process.run(
@@ -46,6 +48,12 @@ def main() -> int:
     parser.add_argument("--task", default="cuda2cuda/matmul")
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH of a src tree")
     parser.add_argument("--device", default="cuda:0")
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        default=Path("tasks"),
+        help="the task folders (an older tree may not read the newest task format)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -54,10 +62,13 @@ def main() -> int:
     statuses: dict[str, list[str]] = {name: [] for name in trees}
     phases: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for path in trees.values():
-        _eval_once(Path(path).resolve(), args.task, args.device)  # warm-up: builds, caches
+        # Warm-up: builds, caches.
+        _eval_once(Path(path).resolve(), args.task, args.device, args.tasks_dir)
     for _ in range(args.repeats):
         for name, path in trees.items():
-            wall, status, split = _eval_once(Path(path).resolve(), args.task, args.device)
+            wall, status, split = _eval_once(
+                Path(path).resolve(), args.task, args.device, args.tasks_dir
+            )
             walls[name].append(wall)
             statuses[name].append(status)
             phases[name].append(split)
