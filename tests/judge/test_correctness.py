@@ -123,3 +123,27 @@ def test_the_reference_workers_baseline_error_is_the_same_in_chunks(
     assert parts[0] == pytest.approx(whole[0], rel=1e-12)
     base[2, 2] = math.nan
     assert worker._errors(base, ref)[0] == math.inf
+
+
+def test_no_checker_may_accept_nan_or_inf_where_the_reference_is_finite() -> None:
+    # A task's checker decides values, but `(out - ref).abs() > tol` says yes to NaN.
+    ref = torch.tensor([1.0, 2.0, math.nan, 70000.0], dtype=torch.float64)
+    nan_at_finite = torch.tensor([1.0, math.nan, 3.0, 4.0])
+    problem = correctness.unchecked_output(nan_at_finite, ref, "output")
+    assert problem is not None and "non-finite value nan at flat index 1" in problem
+    # NaN where the reference has NaN, and a float16 infinity for a value past its range.
+    same_specials = torch.tensor([1.0, 2.0, math.nan, math.inf], dtype=torch.float16)
+    assert correctness.unchecked_output(same_specials, ref, "output") is None
+    # Another shape is the checker's to judge, but not NaN when the reference is all finite.
+    flat = torch.tensor([[1.0, math.nan]])
+    assert correctness.unchecked_output(flat, torch.ones(4, dtype=torch.float64), "o") is not None
+    assert correctness.unchecked_output(flat, ref, "output") is None
+    assert correctness.unchecked_output(torch.ones(3, dtype=torch.int64), ref, "output") is None
+
+
+def test_no_output_far_larger_than_the_reference_reaches_a_checker() -> None:
+    ref = torch.zeros(100, dtype=torch.float64)
+    limit = correctness.CHECKED_ELEMENTS_FACTOR * 100 + correctness.CHECKED_ELEMENTS_SLACK
+    assert correctness.unchecked_output(torch.zeros(limit), ref, "output") is None
+    problem = correctness.unchecked_output(torch.zeros(limit + 1), ref, "output")
+    assert problem is not None and "not an answer" in problem

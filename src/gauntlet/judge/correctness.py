@@ -239,3 +239,53 @@ def check_meta(
         if got_item.device != device_kind:
             return f"{label} is on device {got_item.device}, expected {device_kind}"
     return None
+
+
+#: How many times the reference's elements an output may hold and still go to a task's checker
+#: (a float64 answer to a float16 reference holds the same elements; anything far larger is
+#: no answer, and would only load the trusted worker that runs the checker).
+CHECKED_ELEMENTS_FACTOR = 4
+#: Elements any output may hold whatever the reference's size (tiny references).
+CHECKED_ELEMENTS_SLACK = 4096
+
+
+def unchecked_output(
+    candidate: torch.Tensor, reference: torch.Tensor, what: str, device: str = "cpu"
+) -> str | None:
+    """Why an output judged by a task's checker is wrong before the checker sees it, if it is.
+
+    The checker decides values, dtypes and shapes, but two things are never right whatever it
+    says: an output far larger than the reference's (`CHECKED_ELEMENTS_FACTOR`), and NaN or Inf
+    where the reference has none. Element by element when the shapes agree (an exact value past
+    the output dtype's range may be its infinity); otherwise any NaN or Inf at all when the
+    reference is finite everywhere and nothing in it overflows the output's dtype. A checker
+    written as `(out - ref).abs() > tol` says yes to NaN.
+    """
+    import torch
+
+    limit = CHECKED_ELEMENTS_FACTOR * reference.numel() + CHECKED_ELEMENTS_SLACK
+    if candidate.numel() > limit:
+        return (
+            f"{what} holds {candidate.numel()} elements, the reference's {reference.numel()}: "
+            "not an answer (nothing that large is passed to the task's checker)"
+        )
+    if not (candidate.is_floating_point() and reference.is_floating_point()):
+        return None
+    cand = candidate.to(device)
+    stray = ~torch.isfinite(cand)
+    if not bool(stray.any()):
+        return None
+    ref = reference.to(device=device, dtype=torch.float64)
+    overflow = rounds_to_infinity(ref, candidate.dtype)
+    if tuple(cand.shape) == tuple(ref.shape):
+        stray &= torch.isfinite(ref) & ~overflow
+    elif not bool(torch.isfinite(ref).all()) or bool(overflow.any()):
+        return None
+    if not bool(stray.any()):
+        return None
+    index = int(stray.reshape(-1).nonzero()[0].item())
+    found = float(cand.reshape(-1)[index])
+    return (
+        f"{what}: non-finite value {found} at flat index {index} where the reference is finite "
+        f"({int(stray.sum())} of {cand.numel()} elements)"
+    )

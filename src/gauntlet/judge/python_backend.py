@@ -789,7 +789,20 @@ class _Evaluation:
         for position in state.sampled:
             outputs = sampled[position]
             if spec.check is not None:
-                # The task's checker judges a timed call's output as it judges a trial's.
+                # The task's checker judges a timed call's output as it judges a trial's, after
+                # the checks no checker may waive.
+                reference = state.samples[position].outputs
+                problems = [
+                    correctness.unchecked_output(
+                        out, want, f"timed call {position}", _compare_device(self.request.device)
+                    )
+                    for out, want in zip(outputs, reference, strict=False)
+                ]
+                problem = next((p for p in problems if p), None)
+                if len(outputs) != len(reference) or problem:
+                    problem = problem or f"timed call {position} returned {len(outputs)} outputs"
+                    wrong = result.model_copy(update={"correct": False, "reason": problem})
+                    return wrong, ""
                 order = protocol.CheckOutput(
                     command="check",
                     config=state.config.name,
@@ -1392,6 +1405,13 @@ class _ConfigCheck:
                 f"{where}: the result holds {len(tensors)} tensors, not {len(expected.items)}"
             )
             return
+        ref = self.state.reference[event.trial]
+        for i, (out, want) in enumerate(zip(tensors, ref.outputs, strict=False)):
+            label = f"output {i}" if len(tensors) > 1 else "output"
+            problem = correctness.unchecked_output(out, want, label, _compare_device(self.device))
+            if problem:
+                self._fail(f"{where}: {problem}")
+                return
         # The reference's container, not the candidate's word for its own.
         order = protocol.CheckOutput(
             command="check",

@@ -28,7 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import CodeType, FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -202,6 +202,11 @@ def _describe_output(value: Any) -> protocol.OutputInfo:
     return protocol.OutputInfo(container=None, items=[_describe(value)])
 
 
+_MISSING = object()
+#: Globals the interpreter itself adds to a module (a warning issued from its code).
+_REGISTRIES = frozenset({"__warningregistry__"})
+
+
 class _Trusted:
     """Identities of the functions the worker relies on, taken before the submission loads."""
 
@@ -252,6 +257,26 @@ class _Trusted:
             if name.startswith("_") and callable(func) and name != "_Trusted":
                 self.watched[f"worker.{name}"] = functools.partial(own.__getitem__, name)
         self.identities = {name: get() for name, get in self.watched.items()}
+        import builtins
+
+        from gauntlet.judge import channel, correctness, overflow
+
+        # Every global of the modules whose code decides after the submission has loaded (and
+        # the builtins they call): one `sys.modules[...].NAME = ...` needs no audit event, and
+        # a wider allow-list or an emptied ban list would decide for the submission.
+        self.modules: dict[str, tuple[ModuleType, bool]] = {
+            "worker": (sys.modules[__name__], True),
+            "timing": (timing, True),
+            "channel": (channel, True),
+            "protocol": (protocol, True),
+            "correctness": (correctness, True),
+            "overflow": (overflow, True),
+            "builtins": (builtins, False),
+            "math": (math, False),
+        }
+        """Module by label, and whether a global added to it counts (one that shadows a
+        builtin in the worker's code does; additions to `builtins` itself shadow nothing)."""
+        self.globals = {label: dict(vars(m)) for label, (m, _) in self.modules.items()}
 
     def changed(self) -> list[str]:
         """Names whose object is no longer the one recorded."""
@@ -262,6 +287,14 @@ class _Trusted:
                     found.append(name)
             except (AttributeError, KeyError):
                 found.append(name)
+        for label, (module, additions) in self.modules.items():
+            now = vars(module)
+            before = self.globals[label]
+            for key, value in before.items():
+                if now.get(key, _MISSING) is not value and f"{label}.{key}" not in found:
+                    found.append(f"{label}.{key}")
+            if additions and len(now) != len(before):
+                found += [f"{label}.{k}" for k in now if k not in before and k not in _REGISTRIES]
         return found
 
 
@@ -549,12 +582,15 @@ def _serve_checks(
             inputs = timing.perturbed_inputs(
                 _make_inputs(request, make, config, sample), sample.call_seed
             )
-        # Copies on the judged device: the checker may write, and the frame's bytes are shared.
-        found = [t.to(request.device, copy=True) for t in tensors]
-        output = found[0] if order.container is None else tuple(found)
         try:
+            # Copies on the judged device: the checker may write, and the frame's bytes are
+            # shared. An output that cannot be copied there is refused like one the checker
+            # cannot read, never a failure of this worker.
+            found = [t.to(request.device, copy=True) for t in tensors]
+            output = found[0] if order.container is None else tuple(found)
             with torch.no_grad():
                 ok, message = check(inputs, output)
+            ok, message = bool(ok), str(message)
         except Exception as err:  # noqa: BLE001 - a checker failing on an output judges it
             # The checker met an output it cannot read (a dtype or shape it assumes): that is
             # the output's failure, told in the checker's words.
@@ -566,8 +602,8 @@ def _serve_checks(
                 config=order.config,
                 trial=order.trial,
                 position=order.position,
-                ok=bool(ok),
-                message=str(message)[:4000],
+                ok=ok,
+                message=message[:4000],
             ),
         )
 
@@ -584,65 +620,141 @@ BANNED_EVENTS = frozenset(
     sys.setprofile sys.settrace object.__setattr__ object.__delattr__ code.__new__
     function.__new__ os.system os.fork os.forkpty os.kill os.killpg os.posix_spawn
     os.spawn os.exec subprocess.Popen socket.connect socket.bind socket.sendto pty.spawn
+    marshal.loads sys.addaudithook
     """.split()
 )
 BANNED_PREFIXES = ("ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "_posixsubprocess.")
+#: Attributes whose read (`object.__getattr__`) hands out a frame without `sys._getframe`: an
+#: exception's traceback, a generator's or coroutine's own frame, whose `f_back` and
+#: `f_locals` lead to the worker's watch, counters and channel.
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 
 
-def _install_audit_hook(submission_dir: Path) -> None:
+def _class_makers() -> frozenset[CodeType]:
+    """Standard library code that makes a class for its caller, with events of its own.
+
+    `collections.namedtuple` reads its caller's module name (`sys._getframe`) and sets the new
+    class's `__module__`; `typing.TypeVar` (through `typing._caller`) and the functional
+    `Enum("Name", "A B")` read the module name too. Each keeps the frame to itself and changes
+    only the class it makes: a submission's namedtuple is no reach for frames or classes.
+    """
+    import collections
+    import enum
+    import typing
+
+    found = [collections.namedtuple, getattr(typing, "_caller", None)]
+    found.append(getattr(getattr(enum, "EnumType", enum.EnumMeta), "_create_", None))
+    return frozenset(f.__code__ for f in found if f is not None and hasattr(f, "__code__"))
+
+
+def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
     """Stop the process when the submission's own code raises a banned audit event.
 
     An audit hook cannot be removed from Python, and it runs before the operation: the process
     ends (status `protocol.BREACH_EXIT`) before raw memory is read, a frame is handed out or code is
-    swapped. The event is the submission's when the innermost frame outside the standard
-    library lies in its folder (the standard library's own wrappers, such as `ctypes` or
-    `inspect`, are looked through; PyTorch and Triton doing the same for themselves are not
-    the submission; nor is a module's code run while it is imported). A first filter like the
-    rest of the worker, and a strong one: what it stops is how every in-process forgery found
-    so far began.
+    swapped. The event is the submission's when the innermost frame that is not the standard
+    library's is not trusted code (the standard library's own wrappers, such as `ctypes` or
+    `inspect`, are looked through, and so is code compiled from a string, `<string>`: whoever
+    ran it is asked; PyTorch and Triton doing the same for themselves are not the submission;
+    nor is a module's code run while it is imported). Trusted code is a file under the import
+    path the worker started with or the task's folder; the submission's folder, the worker's
+    own writable folders (a module the submission wrote there and imported) and any other file
+    are the submission's. A `compile` of source under a file name (not `<...>`) is the
+    submission's forging one, and so banned.
+
+    Everything the hook reads is bound here, in its closure: the worker's module globals can
+    be rebound by the submission (through `sys.modules`), the hook's closure cannot be reached.
+    A first filter like the rest of the worker, and a strong one: what it stops is how every
+    in-process forgery found so far began.
     """
     import sysconfig
 
-    root = str(submission_dir.resolve()) + os.sep
-    library = tuple(
-        str(Path(sysconfig.get_paths()[key]).resolve()) + os.sep for key in ("stdlib", "platstdlib")
+    def folder(path: str | Path) -> str:
+        return str(Path(path or ".").resolve()) + os.sep
+
+    paths = sysconfig.get_paths()
+    library = tuple(folder(paths[key]) for key in ("stdlib", "platstdlib"))
+    # In a virtual environment the packages lie under `platstdlib` too, and are looked through
+    # like the standard library; a read of a frame attribute is asked of PyTorch's and
+    # Triton's own code instead (their exception handling reads tracebacks).
+    packages = tuple(folder(paths[key]) for key in ("purelib", "platlib"))
+    home = os.environ.get("HOME", "")
+    writable = {folder(p) for p in (os.getcwd(), home, os.environ.get("TMPDIR", "")) if p}
+    ours = (folder(submission_dir), *sorted(writable))
+    trusted = (
+        tuple(
+            entry
+            for entry in dict.fromkeys([folder(task_root), *(folder(p) for p in sys.path)])
+            if not any(entry.startswith(o) or o.startswith(entry) for o in ours)
+        )
+        + library
     )
+    banned, prefixes, frame_attributes = BANNED_EVENTS, BANNED_PREFIXES, FRAME_ATTRIBUTES
     busy: list[bool] = []
-    write, leave, getframe = os.write, os._exit, sys._getframe
+    write, leave, getframe, breach = os.write, os._exit, sys._getframe, protocol.BREACH_EXIT
+    get_type_name, get_attribute = type.__getattribute__, object.__getattribute__
+    module_name = SUBMISSION_MODULE
+    makers = _class_makers()
+
+    def untrusted(filename: str) -> bool:
+        """Whether code from this file is the submission's (not trusted code)."""
+        return filename.startswith(ours) or not filename.startswith(trusted)
+
+    def own(target: object) -> bool:
+        """Whether a function or class the event changes is the submission's own.
+
+        A function by where its code comes from (its `__module__` can be set without an
+        audit event, so it proves nothing), a class by its module's name (which cannot).
+        """
+        try:
+            kind = get_type_name(type(target), "__name__")
+            if kind == "function":
+                return untrusted(get_attribute(target, "__code__").co_filename)
+            return kind == "type" and bool(get_attribute(target, "__module__") == module_name)
+        except AttributeError:
+            return False
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if busy or not (event in BANNED_EVENTS or event.startswith(BANNED_PREFIXES)):
+        if busy:
             return
-        if event.startswith("object.") and _own(args[0]):
-            return  # the submission's own classes and functions (a dataclass, an Enum)
+        if event == "object.__getattr__":
+            if len(args) < 2 or args[1] not in frame_attributes:
+                return
+        elif event == "compile":
+            # Source compiled under a trusted file's name passes for that file's code (Triton's
+            # interpreter compiling a kernel under the submission's own name is no forgery).
+            if len(args) < 2 or str(args[1]).startswith("<") or untrusted(str(args[1])):
+                return
+        elif not (event in banned or event.startswith(prefixes)):
+            return
         busy.append(True)
         try:
+            if event.startswith("object.__set") or event.startswith("object.__del"):
+                if own(args[0]):
+                    return  # the submission's own classes and functions (a dataclass, an Enum)
             frame: FrameType | None = getframe(1)
+            if frame is not None and frame.f_code in makers:
+                return  # the standard library making a class for its caller (a namedtuple)
+            reads = event == "object.__getattr__"
             while frame is not None:
                 name = frame.f_code.co_filename
                 if name.startswith("<frozen importlib"):
                     return  # a module's own code while it is imported (a lazy import)
-                if not (name.startswith(library) or name.startswith("<frozen")):
+                looked_through = name.startswith(library) and not (
+                    reads and name.startswith(packages)
+                )
+                if not (looked_through or name.startswith("<")):
                     break
                 frame = frame.f_back
-            if frame is not None and frame.f_code.co_filename.startswith(root):
-                where = f"{Path(frame.f_code.co_filename).name}, line {frame.f_lineno}"
+            if frame is not None and untrusted(frame.f_code.co_filename):
+                shown = frame.f_code.co_filename.rsplit(os.sep, 1)[-1]
+                where = f"{shown}, line {frame.f_lineno}"
                 write(2, f"\ngauntlet: the submission raised '{event}' at {where}\n".encode())
-                leave(protocol.BREACH_EXIT)
+                leave(breach)
         finally:
             busy.clear()
 
     sys.addaudithook(hook)
-
-
-def _own(target: object) -> bool:
-    """Whether a class or function was defined by the submission (its module's name)."""
-    try:
-        return type.__getattribute__(type(target), "__name__") in ("type", "function") and (
-            object.__getattribute__(target, "__module__") == SUBMISSION_MODULE
-        )
-    except AttributeError:
-        return False
 
 
 class _Launches:
@@ -705,7 +817,10 @@ def run_candidate(
     # The task's adapter (trusted task code, loaded before the submission) binds the entry per
     # config: it builds a KernelBench `ModelNew` with the config's init inputs.
     adapter = _entry(root, request.adapter, "_gauntlet_adapter") if request.adapter else None
-    _install_audit_hook(Path(submission.dir))
+    # What the watch admits is fixed before the submission loads: it can rebind the module's
+    # globals (a wider allow-list), never this local.
+    allowed = STRUCTURAL_OPS | GLUE_OPS | frozenset(request.allowed_ops)
+    _install_audit_hook(Path(submission.dir), root)
     try:
         module = _load_module(Path(submission.dir) / submission.file, SUBMISSION_MODULE)
         entry = getattr(module, submission.entry)
@@ -720,7 +835,6 @@ def run_candidate(
     _send(fd, protocol.Loaded(event="loaded"))
     wrt = request.wrt
     device = request.device
-    allowed = STRUCTURAL_OPS | GLUE_OPS | frozenset(request.allowed_ops)
     for config in request.configs:
         _send(fd, protocol.ConfigStart(event="config_start", config=config.name))
         call = entry
@@ -777,6 +891,11 @@ def run_candidate(
                         traceback=_short_traceback(),
                     ),
                 )
+                return
+            # Checked after every trial's calls, before anything is judged on them: a global of
+            # the worker's modules rebound inside a call and put back later would otherwise
+            # decide this trial (the mutation check, the watch's report) and leave no trace.
+            if _report_tampering(fd, trusted, launches):
                 return
             forbidden = watch.forbidden() + [
                 op for op in backward_watch.forbidden() if op not in watch.forbidden()

@@ -1,0 +1,157 @@
+"""The candidate worker's first filters on their own: its audit hook and its tamper check.
+
+Each reach for the worker's state is run as a submission module in a small process that installs
+the hook exactly as the worker does (`worker._install_audit_hook`), with no judgment around it,
+so the cases stay cheap; `tests/exploits/corpus_runtime/` judges the same mechanisms whole.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gauntlet.judge import protocol, worker
+
+#: Installs the hook as the candidate worker does, then imports the submission's module.
+RUNNER = """
+import sys
+from pathlib import Path
+from gauntlet.judge import worker
+worker._install_audit_hook(Path(sys.argv[1]), Path(sys.argv[2]))
+worker._load_module(Path(sys.argv[1]) / "kernel.py", worker.SUBMISSION_MODULE)
+"""
+
+#: Reaches for the worker's frames, objects or code that the hook must stop (each ends the
+#: process with `protocol.BREACH_EXIT`).
+REACHES = {
+    "code compiled from a string": """
+        exec(compile("import gc\\ngc.get_objects()", "<string>", "exec"))
+    """,
+    "source compiled under a library's file name": """
+        import json
+        compile("x = 1", json.__file__, "exec")
+    """,
+    "a module written to its own folder and imported": """
+        import os, sys
+        home = os.environ["HOME"]
+        with open(os.path.join(home, "helper_mod.py"), "w") as f:
+            f.write("import gc\\ngc.get_objects()\\n")
+        sys.path.insert(0, home)
+        import helper_mod
+    """,
+    "a traceback's frame": """
+        try:
+            raise ValueError
+        except ValueError as err:
+            err.__traceback__.tb_frame
+    """,
+    "a running generator's frame": """
+        def walk():
+            me = yield
+            yield me.gi_frame
+        gen = walk()
+        next(gen)
+        gen.send(gen)
+    """,
+    "the ban list emptied through sys.modules": """
+        import gc, sys
+        hooked = sys.modules["gauntlet.judge.worker"]
+        hooked.BANNED_EVENTS = frozenset()
+        hooked.BANNED_PREFIXES = ("nothing",)
+        gc.get_objects()
+    """,
+    "a library function's code swapped under the submission's module name": """
+        import json
+        json.dumps.__module__ = "kernel_submission"
+        json.dumps.__code__ = (lambda obj, **kw: "").__code__
+    """,
+    "code objects from marshal": """
+        import marshal
+        marshal.loads(marshal.dumps(1))
+    """,
+    "an audit hook of its own": """
+        import sys
+        sys.addaudithook(lambda event, args: None)
+    """,
+}
+
+#: What legitimate submissions do that raises audit events: none may end the process.
+ORDINARY = """
+    import collections, ctypes, dataclasses, enum, functools, typing
+
+    @dataclasses.dataclass(frozen=True)
+    class Block:
+        rows: int
+        cols: int = 4
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    class Shape(typing.NamedTuple):
+        n: int
+
+    class Kind(enum.Enum):
+        A = 1
+
+    def wrapped(x, y=2):
+        return x + y
+
+    @functools.wraps(wrapped)
+    def wrapper(*args):
+        return wrapped(*args)
+
+    wrapped.__defaults__ = (3,)
+    Block.__doc__ = "own class"
+    assert wrapper(1) == 4 and Block(1).cols == 4 and Pair(1, 2).b == 2 and Shape(3).n == 3
+    try:
+        int("not a number")
+    except ValueError:
+        pass
+"""
+
+
+def _run(source: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    submission, task, home = tmp_path / "submission", tmp_path / "task", tmp_path / "home"
+    for folder in (submission, task, home):
+        folder.mkdir()
+    (submission / "kernel.py").write_text(textwrap.dedent(source))
+    env = {"HOME": str(home), "TMPDIR": str(home), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, str(submission), str(task)],
+        cwd=home,
+        env={**env, "PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("source", list(REACHES.values()), ids=list(REACHES))
+def test_the_audit_hook_stops_a_reach_for_the_workers_state(source: str, tmp_path: Path) -> None:
+    ran = _run(source, tmp_path)
+    assert ran.returncode == protocol.BREACH_EXIT, ran.stderr[-2000:]
+    assert "gauntlet: the submission raised" in ran.stderr
+
+
+def test_the_audit_hook_lets_ordinary_python_through(tmp_path: Path) -> None:
+    ran = _run(ORDINARY, tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+
+
+def test_a_rebound_global_of_the_workers_modules_is_tampering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gauntlet.judge import timing
+
+    trusted = worker._Trusted()
+    assert trusted.changed() == []
+    # A wider allow-list, a replaced timing helper and a builtin shadowed in the worker's module:
+    # rebinding needs no audit event, so the check compares every global.
+    monkeypatch.setattr(worker, "GLUE_OPS", worker.GLUE_OPS | {"mul"})
+    monkeypatch.setattr(timing, "median_ci", lambda *args: None)
+    monkeypatch.setattr(worker, "isinstance", lambda *args: False, raising=False)
+    changed = trusted.changed()
+    assert {"worker.GLUE_OPS", "timing.median_ci", "worker.isinstance"} <= set(changed)
