@@ -31,8 +31,18 @@ GPU_IDS = [i for i in IDS if i not in CPU_IDS]
 # experts' use of the mesh are checked by tests/accel/test_tile_tasks.py either way. The
 # accelerators' whole decoder blocks (13-16 s each) are left to --runslow too: each is a
 # composition of stages (norms, matrix products, attention) whose own tasks are checked here.
+# The CPU interpreter's smoke tasks take 13-32 s each: one Triton-to-Triton task and one with a
+# backward pass stay in the default tier (the others' experts run in every `make run`).
 TILE_CHECKED_ALWAYS = {"accel/tile/relu", "accel/tile/colsum", "accel/tile/ffn"}
-SLOW_CHECKS = {"accel/npu/t5_block", "accel/npu/llama_block", "accel/rvv/llama_block"}
+SLOW_CHECKS = {
+    "accel/npu/t5_block",
+    "accel/npu/llama_block",
+    "accel/rvv/llama_block",
+    "triton2triton/layernorm",
+    "triton2triton/fused_elementwise",
+    "torch2triton/rmsnorm",
+    "torch2triton/cross_entropy",
+}
 
 
 def _checked(task_id: str) -> pytest.ParameterSet:
