@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet import process
-from gauntlet.importers import ImportOptions, import_kernelbench
+from gauntlet.importers.kernelbench import ImportOptions, import_kernelbench
 from gauntlet.judge import judge
 from gauntlet.task import load_task
 

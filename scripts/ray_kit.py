@@ -20,10 +20,11 @@ import argparse
 import base64
 import hashlib
 import importlib.metadata
-import subprocess  # noqa: TID251 - a build script: pip is run once, in the foreground
 import sys
 import zipfile
 from pathlib import Path
+
+from gauntlet import process
 
 #: Members a Python-only Ray never reads: the Java workers and source maps of the dashboard.
 DROPPED = ("ray/jars/",)
@@ -76,8 +77,10 @@ def main() -> int:
     for platform in platforms:
         command += ["--platform", platform]
     command += ["--dest", str(args.out), f"ray=={version}"]
-    if subprocess.run(command, check=False).returncode != 0:
-        print(f"ray_kit: pip could not download ray=={version} for Python {args.python}")
+    finished = process.run(command, timeout_s=1800)
+    if finished.returncode != 0:
+        print(f"ray_kit: pip could not download ray=={version} for Python {args.python}:")
+        print(finished.stderr.strip()[-2000:])
         return 1
     for wheel in args.out.glob(f"ray-{version}-*.whl"):
         before, after = slim(wheel)

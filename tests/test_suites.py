@@ -10,7 +10,7 @@ import pytest
 
 from gauntlet import suites
 from gauntlet.errors import ConfigError
-from gauntlet.importers import ImportReport, ProblemReport
+from gauntlet.importers.report import ImportReport, ProblemReport
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,9 +21,10 @@ import pytest
 import torch
 
 from gauntlet import expr
-from gauntlet.importers import ImportOptions, import_kernelbench, kbprobe
+from gauntlet.importers import kbprobe
 from gauntlet.importers.kbsource import module_text, parse_problem
 from gauntlet.importers.kbwrite import TaskPlan, write_task
+from gauntlet.importers.kernelbench import ImportOptions, import_kernelbench
 from gauntlet.judge import guards
 from gauntlet.task import load_task
 

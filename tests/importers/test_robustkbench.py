@@ -18,9 +18,10 @@ import pytest
 import torch
 
 from gauntlet.errors import ConfigError
-from gauntlet.importers import ImportOptions, import_robust_kbench
 from gauntlet.importers.kbsource import ProblemRefused
+from gauntlet.importers.kernelbench import ImportOptions
 from gauntlet.importers.rkbsource import cross_product, problem_text, read_problem, task_folders
+from gauntlet.importers.robustkbench import import_robust_kbench
 from gauntlet.task import load_task
 
 ROOT = Path(__file__).parent / "robustkbench"

@@ -15,7 +15,7 @@ from gauntlet._cli.output import out
 from gauntlet.errors import ConfigError
 
 if TYPE_CHECKING:
-    from gauntlet.importers import ImportReport, ProblemReport
+    from gauntlet.importers.report import ImportReport, ProblemReport
 
 
 def register(app: typer.Typer) -> None:
@@ -63,7 +63,7 @@ def kernelbench(
     ),
 ) -> None:
     """Import KernelBench problems; writes import_report.json beside the tasks."""
-    from gauntlet.importers import ImportOptions, import_kernelbench
+    from gauntlet.importers.kernelbench import ImportOptions, import_kernelbench
 
     if not path.is_dir():
         raise ConfigError(f"'{path}' is not a folder; give a KernelBench checkout")
@@ -96,7 +96,8 @@ def robust_kbench(
     jobs: int = typer.Option(1, "--jobs", "-j", help="Problems analysed at once."),
 ) -> None:
     """Import robust-kbench tasks, forward and backward; writes import_report.json beside them."""
-    from gauntlet.importers import ImportOptions, import_robust_kbench
+    from gauntlet.importers.kernelbench import ImportOptions
+    from gauntlet.importers.robustkbench import import_robust_kbench
 
     if not path.is_dir():
         raise ConfigError(f"'{path}' is not a folder; give a robust-kbench checkout")
@@ -123,7 +124,7 @@ def gpumode(
     track: str = typer.Option("torch2cuda", "--track", help="torch2cuda or torch2triton."),
 ) -> None:
     """Import GPU MODE problems that run on NVIDIA and are not quantised; writes the report."""
-    from gauntlet.importers import GpuModeOptions, import_gpumode
+    from gauntlet.importers.gpumode import GpuModeOptions, import_gpumode
 
     if not path.is_dir():
         raise ConfigError(f"'{path}' is not a folder; give a reference-kernels checkout")

@@ -305,13 +305,14 @@ class _Evaluation:
         timed = request.timed and request.device.startswith(("cuda", "rocm"))
         feedback = request.mode == "feedback"
         plan = TimingPlan(
-            call_seeds=[],
-            allow_libraries=request.is_baseline,
-            time_cap_s=min(request.time_cap_s, FEEDBACK_TIME_CAP_S)
-            if feedback
-            else request.time_cap_s,
-            target_ci=FEEDBACK_TARGET_CI if feedback else TimingPlan.target_ci,
+            call_seeds=[], allow_libraries=request.is_baseline, time_cap_s=request.time_cap_s
         )
+        if feedback:
+            plan = dataclasses.replace(
+                plan,
+                time_cap_s=min(plan.time_cap_s, FEEDBACK_TIME_CAP_S),
+                target_ci=FEEDBACK_TARGET_CI,
+            )
         # Feedback checks each input distribution once; the final judgment, `trials` times.
         repeats = 1 if feedback else self.task.spec.trials
         self.states = []
@@ -667,12 +668,8 @@ class _Evaluation:
             except ChannelClosed as err:
                 raise _lost(worker, "reference", err) from err
             except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
-                finished = worker.finish()
-                raise JudgeError(
-                    f"the reference worker of task '{self.task.task_id}' failed "
-                    f"({type(err).__name__}: {err}; exit {finished.returncode}): "
-                    f"{finished.stderr[-3000:]}"
-                ) from err
+                where = f"the reference worker of task '{self.task.task_id}'"
+                raise _failed(worker, where, err) from err
             _trace(self.task, "reference", event, tensors)
             if isinstance(event, protocol.Done):
                 if wanted:
@@ -739,12 +736,11 @@ class _Evaluation:
         try:
             write_frame(worker.handle.command_fd, protocol.frame(order), tensors)
             event, _ = worker.read_event(time.monotonic() + self.task.spec.timeout_s)
-        except (OSError, ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
-            finished = worker.finish()
-            raise JudgeError(
-                f"{where} failed ({type(err).__name__}: {err}; exit {finished.returncode}): "
-                f"{finished.stderr[-3000:]}"
-            ) from err
+        except (ChannelClosed, BrokenPipeError, ConnectionResetError) as err:
+            # Died (the pipe closed on the frame, or the channel after it): a lost worker.
+            raise _lost(worker, "reference", err) from err
+        except (OSError, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+            raise _failed(worker, where, err) from err
         if isinstance(event, protocol.WorkerFailed):
             raise JudgeError(f"{where} failed in the reference worker:\n{event.traceback}")
         asked = (order.config, order.trial, order.position)
@@ -1453,6 +1449,15 @@ class _ConfigCheck:
             match_fraction=self.match,
             trials=self.trials,
         )
+
+
+def _failed(worker: _Worker, where: str, err: Exception) -> JudgeError:
+    """The error for a trusted worker that hung or broke its protocol, with its last words."""
+    finished = worker.finish()
+    return JudgeError(
+        f"{where} failed ({type(err).__name__}: {err}; exit {finished.returncode}): "
+        f"{finished.stderr[-3000:]}"
+    )
 
 
 def _lost(worker: _Worker, role: str, err: Exception) -> JudgeError:
