@@ -77,6 +77,17 @@ REACHES = {
         import sys
         sys.addaudithook(lambda event, args: None)
     """,
+    "a tracer that threading installs in every thread started later": """
+        import threading
+        threading.settrace(lambda frame, event, arg: None)
+        started = threading.Thread(target=lambda: None)
+        started.start()
+        started.join()
+    """,
+    "a signal sent to one thread (the main one)": """
+        import signal, threading
+        signal.pthread_kill(threading.main_thread().ident, 0)
+    """,
 }
 
 #: What legitimate submissions do that raises audit events: none may end the process.
@@ -155,3 +166,49 @@ def test_a_rebound_global_of_the_workers_modules_is_tampering(
     monkeypatch.setattr(worker, "isinstance", lambda *args: False, raising=False)
     changed = trusted.changed()
     assert {"worker.GLUE_OPS", "timing.median_ci", "worker.isinstance"} <= set(changed)
+
+def test_the_worker_works_off_the_main_thread_where_no_signal_handler_can_be_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A signal handler is handed the main thread's running frame: the worker's whole work
+    # (imports, the submission, the watch, the timing) runs in another thread, where neither
+    # `signal.signal` nor the C module's own `_signal.signal` installs one.
+    import _signal
+    import signal
+    import threading
+
+    seen: dict[str, object] = {}
+
+    def serve(args: list[str]) -> int:
+        seen["args"] = args
+        seen["main thread"] = threading.current_thread() is threading.main_thread()
+        for install in (signal.signal, _signal.signal):
+            try:
+                install(signal.SIGALRM, lambda signum, frame: None)
+            except ValueError as err:
+                seen.setdefault("refused", []).append(str(err))  # type: ignore[union-attr]
+        return 7
+
+    monkeypatch.setattr(worker, "_serve", serve)
+    stack_before = threading.stack_size()
+    assert worker.main(["5", "6", "cpu"]) == 7
+    assert seen["args"] == ["5", "6", "cpu"]
+    assert seen["main thread"] is False
+    assert len(seen["refused"]) == 2  # type: ignore[arg-type]
+    assert all("main thread" in message for message in seen["refused"])  # type: ignore[attr-defined]
+    # The working thread's stack size was set for it alone.
+    assert threading.stack_size() == stack_before
+
+
+@pytest.mark.parametrize(
+    ("raised", "status"),
+    [(SystemExit(0), 0), (SystemExit(4), 4), (SystemExit("wrong device"), 1), (KeyError(), 1)],
+)
+def test_the_working_threads_exit_is_the_workers(
+    raised: BaseException, status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def serve(args: list[str]) -> int:
+        raise raised
+
+    monkeypatch.setattr(worker, "_serve", serve)
+    assert worker.main(["5", "6", "cpu"]) == status

@@ -24,6 +24,7 @@ import math
 import os
 import resource
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -620,10 +621,14 @@ BANNED_EVENTS = frozenset(
     sys.setprofile sys.settrace object.__setattr__ object.__delattr__ code.__new__
     function.__new__ os.system os.fork os.forkpty os.kill os.killpg os.posix_spawn
     os.spawn os.exec subprocess.Popen socket.connect socket.bind socket.sendto pty.spawn
-    marshal.loads sys.addaudithook
+    marshal.loads sys.addaudithook signal.pthread_kill
     """.split()
 )
 BANNED_PREFIXES = ("ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "_posixsubprocess.")
+#: Banned events that a new thread raises with only the standard library on its stack: a
+#: tracer or profiler stored with `threading.settrace`/`setprofile` is installed by `threading`
+#: itself in every thread started later, trusted ones too, and handed their frames.
+THREAD_TRACER_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
 #: Attributes whose read (`object.__getattr__`) hands out a frame without `sys._getframe`: an
 #: exception's traceback, a generator's or coroutine's own frame, whose `f_back` and
 #: `f_locals` lead to the worker's watch, counters and channel.
@@ -690,6 +695,7 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
         + library
     )
     banned, prefixes, frame_attributes = BANNED_EVENTS, BANNED_PREFIXES, FRAME_ATTRIBUTES
+    thread_tracers = THREAD_TRACER_EVENTS
     busy: list[bool] = []
     write, leave, getframe, breach = os.write, os._exit, sys._getframe, protocol.BREACH_EXIT
     get_type_name, get_attribute = type.__getattribute__, object.__getattribute__
@@ -746,11 +752,19 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
                 if not (looked_through or name.startswith("<")):
                     break
                 frame = frame.f_back
-            if frame is not None and untrusted(frame.f_code.co_filename):
+            if frame is None:
+                if event not in thread_tracers:
+                    return
+                # Only the standard library below: `threading` starting a thread installs the
+                # tracer that `threading.settrace` stored, which nothing trusted sets here.
+                where = "the start of a thread (threading.settrace or setprofile)"
+            elif untrusted(frame.f_code.co_filename):
                 shown = frame.f_code.co_filename.rsplit(os.sep, 1)[-1]
                 where = f"{shown}, line {frame.f_lineno}"
-                write(2, f"\ngauntlet: the submission raised '{event}' at {where}\n".encode())
-                leave(breach)
+            else:
+                return
+            write(2, f"\ngauntlet: the submission raised '{event}' at {where}\n".encode())
+            leave(breach)
         finally:
             busy.clear()
 
@@ -1146,9 +1160,64 @@ def _import_trusted(device: str, ahead: bool = False) -> None:
             torch.zeros(1).add_(1)
 
 
+#: The stack of the thread that does the worker's work, where the main thread's would be
+#: unbounded (`ulimit -s unlimited`): TorchDynamo, Inductor's sympy and Triton's compiler recurse
+#: deeply. Otherwise the main thread's own limit, at least 8 MiB.
+UNBOUNDED_STACK_BYTES = 64 << 20
+
+
+def _stack_bytes() -> int:
+    """The stack the main thread would have had (`RLIMIT_STACK`), for the thread that works."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft == resource.RLIM_INFINITY:
+        return UNBOUNDED_STACK_BYTES
+    return max(int(soft), 8 << 20)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE [ahead]`; import, read the request, run."""
+    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE [ahead]`; all of it off the main thread.
+
+    Only the main thread can install a signal handler (`signal.signal` raises `ValueError` in
+    any other thread, `_signal` imported afresh as well: the check is in C, and installing one
+    raises no audit event to ban), and a handler is handed the main thread's running frame,
+    whose callers lead to the worker's watch, counters and channel. So everything from the
+    trusted imports on (the submission, the watch, CUDA, Triton, the timing loop) runs in one
+    thread started here, with the stack the main thread would have had, and the main thread
+    only waits for it, holding nothing worth reaching: its frame holds these arguments and the
+    thread, whose target's closure holds the exit status (the request, the trusted identities
+    and the watch live in the working thread's frames only). Everything the worker does
+    happens in that one thread, so per-thread state (the current CUDA device and stream, the
+    dispatch-mode stack, the profiler's record-function callbacks, TorchDynamo's frame hook) is
+    as it was on the main thread.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
+    status = [1]
+
+    def work() -> None:
+        try:
+            status[0] = _serve(args)
+        except SystemExit as stop:  # as the interpreter would exit with it
+            if stop.code is None or isinstance(stop.code, int):
+                status[0] = stop.code or 0
+            else:
+                sys.stderr.write(f"{stop.code}\n")
+                status[0] = 1
+        except BaseException:  # noqa: BLE001 - as the interpreter would end on it
+            traceback.print_exc()
+            status[0] = 1
+
+    previous = threading.stack_size(_stack_bytes())
+    try:
+        worker = threading.Thread(target=work, name="gauntlet-worker")
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    return status[0]
+
+
+def _serve(args: list[str]) -> int:
+    """Import, read the request, run its role: the worker's whole work, in its own thread."""
     request_fd, result_fd, device = int(args[0]), int(args[1]), args[2]
     ahead = args[3:4] == ["ahead"]
     # Nothing the submission starts may inherit either end of the judge's channel.
