@@ -24,6 +24,14 @@ the namespace's processes, a minimal `/dev` (`DEV_NODES`, `/dev/shm` as tmpfs, p
 a fresh tmpfs `/tmp`, `/sys` read-only only when `sysfs` is set, loopback only (up) unless
 `network`, hostname `HOSTNAME`. Nothing else: no `/home`, `/root`, `/work`, `/run` or `/var`.
 
+Memory that no address-space limit (`RLIMIT_AS`) counts: the pages of a tmpfs file and of a
+System V shared-memory segment belong to no process, so the kernel's OOM killer, looking for
+whom to kill, finds some other process (the judge). With `shared_memory_bytes`, the command's
+`/tmp` and `/dev/shm` are each a tmpfs of that size (a write past it fails with `ENOSPC`) and
+its IPC namespace's System V segments hold at most that much in all (`kernel.shmall`,
+`kernel.shmmax`). A memory file (`memfd_create`) is bounded by the caller, per file
+(`RLIMIT_FSIZE`): only a memory cgroup would bound them all, and this launcher makes none.
+
 Signals `FORWARDED_SIGNALS` sent to the launcher are passed on to the command. File descriptors
 the caller passes stay open into the command. A setup failure prints one line,
 `confine: cannot <step> '<path>': <reason>`, and exits with `SETUP_FAILED`.
@@ -151,6 +159,9 @@ class Confinement:
     """Show /sys read-only (CUDA reads the PCI topology there)."""
     cwd: Path | None = None
     """Working directory inside (None: the caller's when visible, else `/`)."""
+    shared_memory_bytes: int = 0
+    """Bytes that `/tmp`, `/dev/shm` and System V shared memory may each hold (0: the kernel's
+    defaults, half the host's memory for a tmpfs)."""
 
     def to_json(self) -> str:
         """The spec the launcher reads."""
@@ -162,6 +173,7 @@ class Confinement:
                 "network": self.network,
                 "sysfs": self.sysfs,
                 "cwd": None if self.cwd is None else str(self.cwd),
+                "shared_memory_bytes": self.shared_memory_bytes,
             }
         )
 
@@ -179,6 +191,9 @@ class Confinement:
             raise ValueError("'network' and 'sysfs' must be booleans")
         if data["cwd"] is not None and not isinstance(data["cwd"], str):
             raise ValueError("'cwd' must be a string or null")
+        shared = data["shared_memory_bytes"]
+        if type(shared) is not int or shared < 0:
+            raise ValueError("'shared_memory_bytes' must be a non-negative integer")
         return cls(
             readonly=tuple(Path(p) for p in lists["readonly"]),
             writable=tuple(Path(p) for p in lists["writable"]),
@@ -186,10 +201,11 @@ class Confinement:
             network=data["network"],
             sysfs=data["sysfs"],
             cwd=None if data["cwd"] is None else Path(data["cwd"]),
+            shared_memory_bytes=shared,
         )
 
 
-_SPEC_KEYS = ("readonly", "writable", "devices", "network", "sysfs", "cwd")
+_SPEC_KEYS = ("readonly", "writable", "devices", "network", "sysfs", "cwd", "shared_memory_bytes")
 
 
 def confined_argv(argv: Sequence[str], confinement: Confinement) -> list[str]:
@@ -311,7 +327,8 @@ def _plan(confinement: Confinement) -> list[_Step]:
     for name in ETC_ENTRIES:
         if os.path.exists(f"/etc/{name}"):
             steps.append(_Step("bind", f"/etc/{name}", os.path.realpath(f"/etc/{name}")))
-    steps.append(_Step("tmpfs", "/tmp", "mode=1777"))
+    bounded = f",size={confinement.shared_memory_bytes}" if confinement.shared_memory_bytes else ""
+    steps.append(_Step("tmpfs", "/tmp", "mode=1777" + bounded))
     steps.append(_Step("tmpfs", "/dev", "mode=0755"))
     for name in DEV_NODES:
         if os.path.exists(f"/dev/{name}"):
@@ -319,7 +336,7 @@ def _plan(confinement: Confinement) -> list[_Step]:
     for index, name in enumerate(("stdin", "stdout", "stderr")):
         steps.append(_Step("symlink", f"/dev/{name}", f"/proc/self/fd/{index}"))
     steps.append(_Step("symlink", "/dev/fd", "/proc/self/fd"))
-    steps.append(_Step("tmpfs", "/dev/shm", "mode=1777"))
+    steps.append(_Step("tmpfs", "/dev/shm", "mode=1777" + bounded))
     for pattern in confinement.devices:
         for found in sorted(glob.glob(pattern)):
             real = os.path.realpath(found)
@@ -417,6 +434,16 @@ def _build_root(steps: Sequence[_Step]) -> None:
     _make_readonly("/", recursive=False)
 
 
+def _bound_shared_memory(limit_bytes: int) -> None:
+    """Bound the System V shared memory of this IPC namespace (init owns it, so it may).
+
+    A segment's pages stay allocated after it is detached, outside any address-space limit.
+    """
+    pages = max(limit_bytes // os.sysconf("SC_PAGE_SIZE"), 1)
+    _write("/proc/sys/kernel/shmmax", str(limit_bytes), "bound shared memory in")
+    _write("/proc/sys/kernel/shmall", str(pages), "bound shared memory in")
+
+
 def _loopback_up() -> None:
     sock = int(_libc.socket(2, 2, 0))  # AF_INET, SOCK_DGRAM (the `socket` module is slow to load)
     _check(sock, "open a socket to bring up", "lo")
@@ -468,6 +495,8 @@ def _init(
     pending: list[int] = []
     _forward_signals(target, pending)
     _build_root(steps)
+    if confinement.shared_memory_bytes:
+        _bound_shared_memory(confinement.shared_memory_bytes)
     if not confinement.network:
         try:
             _loopback_up()
