@@ -13,6 +13,10 @@ TASKS_DIR = Path(
 #: Where build artifacts are cached by content hash.
 CACHE_DIR = Path(os.environ.get("GAUNTLET_CACHE_DIR", Path.home() / ".cache" / "kernel-gauntlet"))
 
+#: Where the per-GPU judgment locks live: one folder for the whole machine, whatever each run's
+#: cache folder or user (two runs with different caches time the same GPU).
+LOCK_DIR = Path(os.environ.get("GAUNTLET_LOCK_DIR", "/tmp/kernel-gauntlet-locks"))
+
 #: Names of the variables read elsewhere (each module reads its own at the point of use).
 API_KEY_ENV = "OPENAI_API_KEY"
 """The key of the OpenAI-compatible endpoint the `toolcall` agent talks to."""

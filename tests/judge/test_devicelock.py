@@ -16,15 +16,23 @@ from gauntlet.judge import devicelock
 def test_a_second_process_waits_for_the_holder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(settings, "CACHE_DIR", tmp_path)
+    # The holder is another run with a cache folder of its own: the lock is the machine's.
+    monkeypatch.setattr(settings, "LOCK_DIR", tmp_path / "locks")
+    monkeypatch.setattr(settings, "CACHE_DIR", tmp_path / "ours")
     holder = (
-        "import time, sys; from gauntlet import settings; from pathlib import Path;"
-        f"settings.CACHE_DIR = Path({str(tmp_path)!r});"
+        "import time\n"
         "from gauntlet.judge import devicelock\n"
         "with devicelock.exclusive('cuda:0'):\n"
         "    print('held', flush=True); time.sleep(1.0)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)  # noqa: TID251
+    env = {
+        **os.environ,
+        "GAUNTLET_LOCK_DIR": str(tmp_path / "locks"),
+        "GAUNTLET_CACHE_DIR": str(tmp_path / "theirs"),
+    }
+    proc = subprocess.Popen(  # noqa: TID251
+        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=env
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     with devicelock.exclusive("cuda:0") as waited:
         assert waited > 0.3

@@ -1,21 +1,24 @@
 """One judgment at a time per GPU, across threads and processes.
 
 Two timings on one GPU at once disturb each other, so every evaluation on a timed GPU holds an
-exclusive lock on that device for its duration. The lock is an `flock` on a file under the cache
-folder: it covers the runner's threads, `gauntlet-ws` processes of agents and separate runs, and
-the kernel releases it when a holder dies. The lock names the physical GPU: `cuda:0` of a
+exclusive lock on that device for its duration. The lock is an `flock` on a file in one folder
+for the whole machine (`settings.LOCK_DIR`, not the cache folder, which each run or user may set
+apart): it covers the runner's threads, the feedback tools' judgments, separate runs and users,
+and the kernel releases it when a holder dies. The lock names the physical GPU: `cuda:0` of a
 process that sees only GPU 3 (`CUDA_VISIBLE_DEVICES=3`, as Ray gives a GPU task) takes GPU 3's
 lock, the one a process seeing every GPU takes for `cuda:3`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from gauntlet import settings
 
@@ -38,9 +41,7 @@ def physical(device: str) -> str:
 @contextmanager
 def exclusive(device: str) -> Iterator[float]:
     """Hold the device's lock; yields the seconds spent waiting for it."""
-    folder = settings.CACHE_DIR / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{physical(device).replace(':', '_')}.lock"
+    path = _lock_file(physical(device))
     started = time.monotonic()
     with path.open("a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
@@ -51,3 +52,21 @@ def exclusive(device: str) -> Iterator[float]:
             yield waited
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _lock_file(device: str) -> Path:
+    """The device's lock file, created open to every user of the machine (like /tmp)."""
+    folder = settings.LOCK_DIR
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(PermissionError):
+            folder.chmod(0o1777)
+    path = folder / f"{device.replace(':', '_')}.lock"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
+        try:
+            with contextlib.suppress(PermissionError):
+                os.fchmod(fd, 0o666)
+        finally:
+            os.close(fd)
+    return path

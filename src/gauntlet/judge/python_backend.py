@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 import psutil
 from pydantic import BaseModel
 
-from gauntlet import confine, process, settings
+from gauntlet import confine, process
 from gauntlet.errors import JudgeError, WorkerLost
 from gauntlet.judge import (
     attribution,
@@ -343,12 +343,9 @@ class _Evaluation:
         artifact = self.request.build.artifact
         if artifact is not None:
             readonly.append(artifact)
-        cuda_cache = settings.CACHE_DIR / "cuda"
         gpu = self.request.device.startswith(("cuda", "rocm"))
-        if gpu and cuda_cache.is_dir():
-            readonly.append(cuda_cache)
-        if gpu and workers.shared_triton_cache().is_dir():
-            readonly.append(workers.shared_triton_cache())
+        if gpu:
+            readonly += workers.shared_caches()
         confined = workers.confinement(
             readonly, [self.tmp / "candidate"], hidden=self.task.root, gpu=gpu
         )

@@ -84,11 +84,8 @@ def start_spare(role: Role, device: str, root: Path) -> Spare:
     confined = None
     if role == "candidate":
         readonly = [slot / "task", slot / "submission"]
-        cuda_cache = settings.CACHE_DIR / "cuda"
-        if gpu and cuda_cache.is_dir():
-            readonly.append(cuda_cache)
-        if gpu and workers.shared_triton_cache().is_dir():
-            readonly.append(workers.shared_triton_cache())
+        if gpu:
+            readonly += workers.shared_caches()
         confined = workers.confinement(readonly, [slot / "tmp"], hidden=settings.TASKS_DIR, gpu=gpu)
     try:
         handle = workers.python_worker(slot / "tmp", device, confined, ahead=role == "candidate")

@@ -225,6 +225,15 @@ def perturbed_inputs(base: dict[str, Any], call_seed: int) -> dict[str, Any]:
     }
 
 
+def warm_up(fn: Callable[..., Any], base: dict[str, Any], wrt: Sequence[str], seed: int) -> None:
+    """One call of `fn` as `measure` makes it: its inputs, grad mode and backward for `wrt`."""
+    import torch
+
+    names = list(base)
+    with torch.enable_grad() if wrt else torch.no_grad():
+        _call(fn, _Inputs(base, wrt).prepare(seed), [names.index(n) for n in wrt])
+
+
 def _call(fn: Callable[..., Any], args: list[Any], wrt_idx: list[int]) -> Any:
     """Forward, and for backward tasks the backward with a unit upstream gradient."""
     import torch
@@ -247,14 +256,15 @@ def measure(
     plan: TimingPlan,
     l2_bytes: int,
     after_call: Callable[[str, int, Any], None],
-    compiled: Callable[..., Any] | None = None,
+    compiled: Callable[..., Any] | str | None = None,
 ) -> Measurement:
     """Time candidate against baseline on one config, then cross-check the measurement.
 
     `after_call(role, pair, output)` runs after every timed call, device synchronised: the
     worker reports the call to the judge there and waits for it (the judge's clock, and its
     choice of outputs to check). `compiled` (for `torch2*` tracks: `torch.compile` of the
-    reference) is timed after the pairs, under the same protocol, for the record only.
+    reference, compiled ahead by the caller) is timed after the pairs, under the same protocol,
+    for the record only; a string is why it could not be compiled.
     """
     import torch
 
@@ -318,7 +328,9 @@ def measure(
         result.laps.lap("pairs")
         _cross_check(result, fns, inputs, plan, wrt_idx, flush)
         result.laps.lap("cross_check")
-        if compiled is not None:
+        if isinstance(compiled, str):
+            result.compiled_note = compiled
+        elif compiled is not None:
             try:
                 result.compiled_us = _time_alone(
                     compiled, inputs["baseline"], plan, wrt_idx, flush, spin

@@ -834,6 +834,7 @@ def run_candidate(
     # What the watch admits is fixed before the submission loads: it can rebind the module's
     # globals (a wider allow-list), never this local.
     allowed = STRUCTURAL_OPS | GLUE_OPS | frozenset(request.allowed_ops)
+    compiled = _compile_references(request, make) if baseline is not None else {}
     _install_audit_hook(Path(submission.dir), root)
     try:
         module = _load_module(Path(submission.dir) / submission.file, SUBMISSION_MODULE)
@@ -951,7 +952,9 @@ def run_candidate(
         _send(fd, protocol.Checked(event="checked"))
         command = protocol.parse_command(commands.read(None)[0])
         if command.command == "time":
-            _time_configs(request, fd, entry, adapter, baseline, command.configs, commands)
+            _time_configs(
+                request, fd, entry, adapter, baseline, command.configs, commands, compiled
+            )
             if _report_tampering(fd, trusted, launches):
                 return
     _send(fd, protocol.Done(event="done"))
@@ -989,6 +992,7 @@ def _time_configs(
     baseline: Callable[..., Any],
     names: list[str],
     commands: FrameReader,
+    compiled: dict[str, Callable[..., Any] | str],
 ) -> None:
     import torch
 
@@ -1018,11 +1022,11 @@ def _time_configs(
         base = _make_inputs(request, make, config, spec.inputs)
         plan = timing.TimingPlan(**spec.plan.model_dump())
         clocks_before = _clocks()
-        compiled = _compiled_reference(request) if name in request.compile_reference else None
+        reference = compiled.get(name)
         try:
             call = entry if adapter is None else adapter(entry, dict(config.params), request.device)
             result = timing.measure(
-                call, baseline, base, request.wrt, plan, l2_bytes, after_call, compiled
+                call, baseline, base, request.wrt, plan, l2_bytes, after_call, reference
             )
         except BaseException:  # noqa: BLE001 - the submission failed while being timed
             _send(
@@ -1043,12 +1047,36 @@ def _time_configs(
         )
 
 
-def _compiled_reference(request: protocol.WorkerRequest) -> Callable[..., Any] | None:
-    """`torch.compile` of the reference (compiled at its first call, in the warm-up)."""
+def _compile_references(
+    request: protocol.WorkerRequest, make: Callable[..., Any]
+) -> dict[str, Callable[..., Any] | str]:
+    """`torch.compile` of the reference per config that times it, compiled and called once.
+
+    This runs before the audit hook and the submission: Inductor imports the code it generates
+    from files it writes under the worker's own writable folders, which the hook counts as the
+    submission's (anyone there could have written them), so its compiler processes and
+    autotuning would read as the submission's. Once compiled, a call runs the kernels only.
+    A config whose compile failed maps to the error, a record-only note beside the timing.
+    """
     import torch
 
+    if not request.compile_reference:
+        return {}
     reference = _entry(Path(request.task_root), request.reference, "_gauntlet_compiled_reference")
-    compiled: Callable[..., Any] = torch.compile(reference, dynamic=False)
+    by_name = {c.name: c for c in request.configs}
+    compiled: dict[str, Callable[..., Any] | str] = {}
+    for name in request.compile_reference:
+        spec = request.timing[name]
+        function: Callable[..., Any] = torch.compile(reference, dynamic=False)
+        try:
+            base = _make_inputs(request, make, by_name[name], spec.inputs)
+            timing.warm_up(function, base, request.wrt, spec.plan.call_seeds[0])
+        except Exception as err:  # noqa: BLE001 - a record-only figure; the judgment goes on
+            compiled[name] = f"torch.compile of the reference failed: {err}"[:500]
+            continue
+        finally:
+            base = {}
+        compiled[name] = function
     return compiled
 
 
@@ -1234,10 +1262,6 @@ def _serve(args: list[str]) -> int:
         # libraries a CPU judgment never touches), so a task's limit means the same anywhere.
         limit = request.memory_limit_bytes + _mapped_bytes()
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        # A file's pages are outside the address space: a memory file (`memfd_create`) or a
-        # file on a tmpfs grows no larger than the limit (`EFBIG`), a frame of the channel's
-        # (tensors this process holds, so within it) fits.
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     if request.language == "cuda" and request.prebuilt is not None:
         from gauntlet.judge import cuda_build
 

@@ -37,6 +37,19 @@ def shared_triton_cache() -> Path:
     return Path(os.environ.get("TRITON_CACHE_DIR") or settings.CACHE_DIR / "triton")
 
 
+def shared_caches() -> list[Path]:
+    """The build caches a GPU candidate reads: prebuilt CUDA units and trusted Triton kernels.
+
+    Created here if missing: a confinement binds only folders that exist when the worker
+    starts, so a spare started before a machine's first build would never see the units that
+    build writes (its import of them failed as the submission's crash).
+    """
+    caches = [settings.CACHE_DIR / "cuda", shared_triton_cache()]
+    for cache in caches:
+        cache.mkdir(parents=True, exist_ok=True)
+    return caches
+
+
 def private_triton_cache(home: Path) -> Path:
     """A candidate worker's own Triton cache, in its writable folder `home`."""
     return home / "triton-cache"
@@ -95,12 +108,6 @@ def import_paths(hidden: Path | None = None) -> list[Path]:
     return found
 
 
-#: What a confined worker's `/tmp`, `/dev/shm` and System V shared memory may each hold: memory
-#: that no address-space limit counts (`confine.Confinement.shared_memory_bytes`). The worker's
-#: TMPDIR is its own folder, so this is room for what writes to `/tmp` or `/dev/shm` by name.
-SHARED_MEMORY_BYTES = 256 << 20
-
-
 def confinement(
     readonly: Sequence[Path],
     writable: Sequence[Path],
@@ -112,7 +119,7 @@ def confinement(
 
     It sees the interpreter, the package and the import path read-only (never a folder holding
     `hidden`), `readonly` and `writable` as given, the GPU's device nodes and `/sys` when
-    `gpu`, and no network; its shared memory is bounded (`SHARED_MEMORY_BYTES`).
+    `gpu`, and no network.
     """
     if confine.available() is not None:
         return None
@@ -122,7 +129,6 @@ def confinement(
         writable=tuple(writable),
         devices=confine.NVIDIA_DEVICES if gpu else (),
         sysfs=gpu,
-        shared_memory_bytes=SHARED_MEMORY_BYTES,
     )
 
 
