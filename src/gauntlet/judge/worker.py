@@ -1262,6 +1262,10 @@ def _serve(args: list[str]) -> int:
         # libraries a CPU judgment never touches), so a task's limit means the same anywhere.
         limit = request.memory_limit_bytes + _mapped_bytes()
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # A file's pages are outside the address space: a memory file (`memfd_create`) or a
+        # file on a tmpfs grows no larger than the limit (`EFBIG`), a frame of the channel's
+        # (tensors this process holds, so within it) fits.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     if request.language == "cuda" and request.prebuilt is not None:
         from gauntlet.judge import cuda_build
 

@@ -108,6 +108,12 @@ def import_paths(hidden: Path | None = None) -> list[Path]:
     return found
 
 
+#: What a confined worker's `/tmp`, `/dev/shm` and System V shared memory may each hold: memory
+#: that no address-space limit counts (`confine.Confinement.shared_memory_bytes`). The worker's
+#: TMPDIR is its own folder, so this is room for what writes to `/tmp` or `/dev/shm` by name.
+SHARED_MEMORY_BYTES = 256 << 20
+
+
 def confinement(
     readonly: Sequence[Path],
     writable: Sequence[Path],
@@ -119,7 +125,7 @@ def confinement(
 
     It sees the interpreter, the package and the import path read-only (never a folder holding
     `hidden`), `readonly` and `writable` as given, the GPU's device nodes and `/sys` when
-    `gpu`, and no network.
+    `gpu`, and no network; its shared memory is bounded (`SHARED_MEMORY_BYTES`).
     """
     if confine.available() is not None:
         return None
@@ -129,6 +135,7 @@ def confinement(
         writable=tuple(writable),
         devices=confine.NVIDIA_DEVICES if gpu else (),
         sysfs=gpu,
+        shared_memory_bytes=SHARED_MEMORY_BYTES,
     )
 
 
