@@ -62,6 +62,9 @@ def main() -> int:
     parser.add_argument("--gpus-per-judgment", type=float, default=1.0)
     parser.add_argument("--device", default=None)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--time-cap", type=float, default=None, help="timing seconds per config (`gauntlet run`)"
+    )
     parser.add_argument("--keep", type=Path, help="keep the run directories under this folder")
     parser.add_argument("--out", type=Path, help="append the table to this markdown file")
     args = parser.parse_args()
@@ -89,6 +92,7 @@ def main() -> int:
             seed=args.seed,
             engine=engine,
             gpus_per_judgment=args.gpus_per_judgment,
+            **({"time_cap_s": args.time_cap} if args.time_cap else {}),
         )
         out = root / engine
         shutil.rmtree(out, ignore_errors=True)
@@ -119,7 +123,8 @@ def main() -> int:
             ray.shutdown()
     selection = " ".join(args.tasks) if args.tasks else f"suite {args.suite}"
     header = [
-        f"{selection}, agents {' '.join(args.agents)}, seed {args.seed}; "
+        f"{selection}, agents {' '.join(args.agents)}, seed {args.seed}, time cap "
+        f"{config.time_cap_s} s; "
         f"{platform.node()} ({os.cpu_count()} cores), "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; Ray start {ray_start_s or 0:.1f} s (not "
         "in the rates)",
