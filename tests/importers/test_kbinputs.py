@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 from gauntlet.importers import kbinputs
@@ -98,3 +99,23 @@ def test_make_inputs_orders_forward_parameters_constants() -> None:
     )  # fmt: skip
     # Fresh weights for every seed: no answer can be keyed to them.
     assert not torch.equal(inputs["linear_weight"], again["linear_weight"])
+
+
+def test_build_on_meta_falls_back_to_the_cpu_for_a_value_read_in_init() -> None:
+    class ReadsAValue(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rate = torch.linspace(0, 1, 3)[1].item()
+            self.linear = torch.nn.Linear(4, 3)
+
+    state = torch.random.get_rng_state()
+    model = kbinputs.build_on_meta(ReadsAValue, list)
+    assert model.linear.weight.is_meta and model.rate == 0.5
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global random state untouched
+
+    class Broken(torch.nn.Module):
+        def __init__(self) -> None:
+            raise RuntimeError("not about meta tensors")
+
+    with pytest.raises(RuntimeError, match="not about meta"):
+        kbinputs.build_on_meta(Broken, list)

@@ -162,3 +162,29 @@ def test_cli_reports_and_exits_2_on_bad_input(tmp_path: Path) -> None:
 def test_cli_refuses_an_out_folder_that_cannot_name_tasks(tmp_path: Path, folder: str) -> None:
     done = _gauntlet("import", "kernelbench", str(ROOT), "--out", str(tmp_path / folder))
     assert done.returncode == 2 and "cannot start a task id" in done.stderr
+
+
+def test_a_model_that_reads_a_tensor_value_in_init_is_analysed_and_built_on_device(
+    tmp_path: Path,
+) -> None:
+    # `Tensor.item()` in __init__ fails on the meta device: the probe builds such a model on
+    # the CPU and moves it to meta for its measurements, and the reference builds it where the
+    # inputs are.
+    source, analysis = _analysis("level3/1_Linear_Item_Init.py")
+    assert analysis.refused is None and analysis.build_on_device
+    assert analysis.flops != "0" and analysis.domain
+    plan = TaskPlan(task_id="kb/l3/fixture", problem="level3/1_Linear_Item_Init.py", level=3,
+                    track="torch2triton", source=source, analysis=analysis,
+                    distributions=["normal"])  # fmt: skip
+    write_task(plan, tmp_path)
+    config = load_task(tmp_path).visible_configs[0]
+    inputs = _load(tmp_path / "inputs.py").make_inputs(dict(config.params), 5, "normal", "cpu")
+    reference = _load(tmp_path / "reference.py")
+    model_class, _, get_init_inputs = reference._problem(
+        **{k: v for k, v in config.params.items() if k != "dtype"}
+    )
+    model = model_class(*get_init_inputs())
+    model.load_state_dict(
+        {"linear.weight": inputs["linear_weight"], "linear.bias": inputs["linear_bias"]}
+    )
+    assert torch.allclose(reference.reference(*inputs.values()), model(inputs["x"]), atol=1e-6)

@@ -58,6 +58,9 @@ def kernelbench(
     max_mb: float = typer.Option(2048, "--max-mb", help="Cap on a config's compulsory MiB."),
     max_gflop: float = typer.Option(1000, "--max-gflop", help="Cap on a config's GFLOP."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Problems analysed at once."),
+    probe_cpu_s: float = typer.Option(
+        600, "--probe-cpu-s", help="CPU seconds each probe of a problem may use."
+    ),
     contract: str = typer.Option(
         "function", "--contract", help="function, or modelnew: judge KernelBench ModelNew files."
     ),
@@ -78,6 +81,7 @@ def kernelbench(
         max_bytes=int(max_mb * 2**20),
         max_flops=max_gflop * 1e9,
         jobs=jobs,
+        cpu_limit_s=probe_cpu_s,
     )
     report = import_kernelbench(path, out_dir, options, on_problem=_print_problem)
     _print_report(report, f"KernelBench import into {out_dir}", out_dir)

@@ -145,9 +145,26 @@ def forward_inputs(
 def skeleton(problem: ProblemFunction, constants: dict[str, Any]) -> torch.nn.Module:
     """The model at these constants on the meta device: parameter names and shapes, no values."""
     model_class, _, get_init_inputs = problem(**constants)
-    with torch.device("meta"):
-        model: torch.nn.Module = model_class(*get_init_inputs())
-    return model
+    return build_on_meta(model_class, get_init_inputs)
+
+
+def build_on_meta(
+    model_class: Callable[..., torch.nn.Module], get_init_inputs: Callable[[], Sequence[Any]]
+) -> torch.nn.Module:
+    """The model with its parameters and buffers on the meta device.
+
+    Built there; where its construction reads a tensor's value, which a meta tensor does not
+    hold (`Tensor.item()`: Swin's stochastic-depth rates taken from a `torch.linspace`), built on
+    the CPU (the global random state left as it was) and moved. Any other error is the model's.
+    """
+    try:
+        with torch.device("meta"):
+            return model_class(*get_init_inputs())
+    except (RuntimeError, NotImplementedError) as err:
+        if "meta" not in str(err).lower():
+            raise
+    with torch.random.fork_rng(devices=[]):
+        return model_class(*get_init_inputs()).to("meta")
 
 
 def draw_parameter(

@@ -1,9 +1,10 @@
 """The KernelBench importer's probe: the child process that runs a problem's code.
 
-`python -m gauntlet.importers.kbprobe analyze|check RESULT_FILE` reads a request (JSON) on
-stdin and writes its result (JSON) to RESULT_FILE; the importer starts it through
-`gauntlet.process`, one problem at a time with a time limit, so a problem's code never runs in
-the importer's own process and a crash or hang costs one problem.
+`python -m gauntlet.importers.kbprobe analyze|check RESULT_FILE [CPU_LIMIT_S]` reads a request
+(JSON) on stdin and writes its result (JSON) to RESULT_FILE; the importer starts it through
+`gauntlet.process`, one problem at a time with a limit on its CPU time (set here, RLIMIT_CPU:
+the probe's own seconds, which a loaded host does not use up) and a wall-clock guard, so a
+problem's code never runs in the importer's own process and a crash or hang costs one problem.
 
 - `analyze` (`AnalyzeRequest` -> `Analysis`): the problem at its shipped constants on the meta
   device (flops, bytes, shapes), reduced to the caps; the hidden domain and configs, each
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import random
+import resource
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +30,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from gauntlet.importers import degeneracy, fit
-from gauntlet.importers.kbinputs import ProblemFunction, Rule, fan_in_of
+from gauntlet.importers.kbinputs import ProblemFunction, Rule, build_on_meta, fan_in_of
 from gauntlet.importers.kbsource import STRUCTURAL
 from gauntlet.task import Config, Domain, Tolerance
 
@@ -39,6 +41,8 @@ DOMAIN_SPREAD = 4
 #: Caps of the config the probe runs on this CPU (C1 where C1 is smaller).
 CPU_BYTES = 8 << 20
 CPU_FLOPS = 2e8
+#: Seconds of CPU time between the probe's soft limit (SIGXCPU) and its hard one (SIGKILL).
+CPU_GRACE_S = 5
 #: Random configs drawn from the domain to check it on the meta device.
 DOMAIN_SAMPLES = 24
 #: KernelBench's own tolerances (atol = rtol) per precision.
@@ -152,8 +156,8 @@ def _meta(problem: ProblemFunction, constants: Params) -> _Measured:
     from torch.utils.flop_counter import FlopCounterMode
 
     model_class, get_inputs, get_init_inputs = problem(**constants)
+    model = build_on_meta(model_class, get_init_inputs)
     with torch.device("meta"):
-        model = model_class(*get_init_inputs())
         inputs = list(get_inputs())
         counter = FlopCounterMode(display=False)
         with counter:
@@ -448,9 +452,11 @@ def _behaviour(problem: ProblemFunction, c1: Params, analysis: dict[str, Any]) -
 
         params: dict[str, torch.Tensor] = dict(model.named_parameters())
         skeleton_class, _, get_init_inputs = problem(**c1)
-        with torch.device("meta"):
-            skeleton = skeleton_class(*get_init_inputs())
         try:
+            # Strictly on meta, as the reference builds it (a model whose construction reads
+            # a tensor's value, `build_on_meta`'s fallback, is built where the inputs are).
+            with torch.device("meta"):
+                skeleton = skeleton_class(*get_init_inputs())
             with torch.no_grad():
                 again = _outputs(functional_call(skeleton, params, tuple(inputs)))
             on_device = not _same(first, again)
@@ -645,8 +651,15 @@ def check(request: CheckRequest) -> CheckReport:
 
 
 def main(argv: list[str]) -> int:
-    """Run one command: read its request on stdin, write its result to the file named."""
-    command, result_file = argv
+    """Run one command: read its request on stdin, write its result to the file named.
+
+    With a third argument, the process's CPU time is limited to that many seconds: past it the
+    kernel sends SIGXCPU (which ends the process), and SIGKILL `CPU_GRACE_S` later.
+    """
+    command, result_file, *limit = argv
+    if limit:
+        cpu_s = math.ceil(float(limit[0]))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + CPU_GRACE_S))
     text = sys.stdin.read()
     result: BaseModel
     if command == "analyze":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from collections import Counter
@@ -40,6 +41,9 @@ LEVELS = (1, 2, 3)
 REWRITE_ROUNDS = 4
 #: Largest result a probe may write.
 RESULT_LIMIT_BYTES = 8 << 20
+#: A probe's wall-clock limit, in multiples of its CPU limit: only a guard against a probe that
+#: waits without computing, since a loaded host stretches the wall time of honest work.
+WALL_PER_CPU = 20
 
 Result = TypeVar("Result", bound=BaseModel)
 
@@ -56,8 +60,9 @@ class ImportOptions(BaseModel):
     max_bytes: int = 2 << 30
     """Cap on a config's compulsory bytes; sizes are halved until the first config fits."""
     max_flops: float = 1e12
-    timeout_s: float = 600.0
-    """Time limit of each probe."""
+    cpu_limit_s: float = 600.0
+    """CPU seconds each probe may use: its own time, which other work on the host does not
+    consume, so a loaded host slows a probe without refusing its problem."""
     jobs: int = 1
     contract: Literal["function", "modelnew"] = "function"
     """The submission contract of KernelBench tasks: a function of the inputs, parameters and
@@ -161,7 +166,7 @@ def import_plan(
     request = AnalyzeRequest(module_text=module_text(source), constants=source.constants,
                              forward_args=source.forward_args, max_bytes=options.max_bytes,
                              max_flops=options.max_flops, configs=list(configs))  # fmt: skip
-    analysis = _probe("analyze", request, Analysis, options.timeout_s)
+    analysis = _probe("analyze", request, Analysis, options.cpu_limit_s)
     if isinstance(analysis, str):
         return refuse(analysis)
     if analysis.refused is not None:
@@ -175,7 +180,7 @@ def import_plan(
         except ProblemRefused as err:
             return refuse(str(err), found)
         checked = _probe(
-            "check", CheckRequest(task_dir=str(folder)), CheckReport, options.timeout_s
+            "check", CheckRequest(task_dir=str(folder)), CheckReport, options.cpu_limit_s
         )
         if isinstance(checked, str):
             return refuse(checked, found)
@@ -282,19 +287,26 @@ def _without_dtypes(analysis: Analysis, dropped: set[str]) -> Analysis:
 
 
 def _probe(
-    command: str, request: BaseModel, result: type[Result], timeout_s: float
+    command: str, request: BaseModel, result: type[Result], cpu_limit_s: float
 ) -> Result | str:
-    """Run the probe in a child process; its result, or why it gave none."""
+    """Run the probe in a child process; its result, or why it gave none.
+
+    The probe limits its own CPU time (`kbprobe.main`: RLIMIT_CPU, one thread); the wall clock
+    allows `WALL_PER_CPU` times as much, for a probe that waits without computing.
+    """
     with tempfile.TemporaryDirectory(prefix="gauntlet-kbprobe-") as tmp:
         result_file = Path(tmp) / "result.json"
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
-        finished = process.run(
-            [sys.executable, "-m", "gauntlet.importers.kbprobe", command, str(result_file)],
-            timeout_s=timeout_s, env=env, cwd=Path(tmp),
-            stdin_data=request.model_dump_json().encode(),
-        )  # fmt: skip
+        argv = [sys.executable, "-m", "gauntlet.importers.kbprobe", command, str(result_file),
+                f"{cpu_limit_s:g}"]  # fmt: skip
+        wall_s = WALL_PER_CPU * cpu_limit_s
+        finished = process.run(argv, timeout_s=wall_s, env=env, cwd=Path(tmp),
+                               stdin_data=request.model_dump_json().encode())  # fmt: skip
         if finished.timed_out:
-            return f"the probe ({command}) ran past {timeout_s:g} s"
+            return f"the probe ({command}) ran past {wall_s:g} s of wall-clock time"
+        if finished.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+            # The soft limit sends SIGXCPU, the hard one (a few seconds later) SIGKILL.
+            return f"the probe ({command}) ran past {cpu_limit_s:g} s of CPU time"
         if finished.returncode != 0 or not result_file.is_file():
             tail = finished.stderr.strip().splitlines()[-1:] or [f"exit {finished.returncode}"]
             return f"the probe ({command}) failed: {tail[0][:300]}"
