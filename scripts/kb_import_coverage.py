@@ -5,7 +5,7 @@
 
 Imports the problems with `gauntlet.importers.kernelbench` (the same code as `gauntlet import
 kernelbench`, torch2triton track), one problem per worker thread, each probe in its child
-process with its time limit (`--timeout-s`). Every problem's outcome is appended to
+process with its limit of CPU seconds (`--probe-cpu-s`). Every problem's outcome is appended to
 `OUT/problems.jsonl` as it ends, with its wall seconds and the load average, so a run stopped
 early still counts what it did; a rerun skips the problems already there (`--fresh` starts
 over). `--summary` (also done at the end of a run) writes `OUT/coverage.json` and
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> None:
     options = ImportOptions(
         levels=args.levels, ids=args.ids, track="torch2triton", id_prefix="kb",
         max_bytes=int(args.max_mb * 2**20), max_flops=args.max_gflop * 1e9,
-        timeout_s=args.timeout_s, jobs=args.jobs,
+        cpu_limit_s=args.probe_cpu_s, jobs=args.jobs,
     )  # fmt: skip
     files = [
         (level, path)
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> None:
         stream.write(json.dumps({
             "commit": commit, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
             "levels": args.levels, "ids": args.ids, "max_mb": args.max_mb,
-            "max_gflop": args.max_gflop, "jobs": args.jobs, "timeout_s": args.timeout_s,
+            "max_gflop": args.max_gflop, "jobs": args.jobs, "probe_cpu_s": args.probe_cpu_s,
             "kernelbench": _git(args.kernelbench, "rev-parse", "--short=7", "HEAD")
             or args.kernelbench_commit, "machine": machine(), "problems": len(files),
         }) + "\n")  # fmt: skip
@@ -225,7 +225,9 @@ def main() -> int:
     parser.add_argument("--max-mb", type=float, default=16)
     parser.add_argument("--max-gflop", type=float, default=0.5)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--timeout-s", type=float, default=600)
+    parser.add_argument(
+        "--probe-cpu-s", type=float, default=600, help="CPU seconds a probe may use."
+    )
     parser.add_argument("--fresh", action="store_true", help="Forget OUT/problems.jsonl.")
     parser.add_argument("--summary", action="store_true", help="Only summarize OUT.")
     args = parser.parse_args()
