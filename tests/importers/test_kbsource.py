@@ -140,6 +140,35 @@ def test_size_literals_of_layer_calls_become_constants_tied_by_value() -> None:
     assert get_inputs()[0].shape == (2, 3, 8, 8)  # type: ignore[operator]
 
 
+def test_nested_layer_helpers_and_int_width_multipliers_get_size_constants() -> None:
+    # MobileNet's form: helpers defined inside __init__ build the layers, called with widths
+    # rounded by int() from a multiplier; a nested helper that builds no layer keeps its numbers.
+    text = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, alpha):\n"
+        "        super().__init__()\n"
+        "        def conv_bn(inp, oup, stride):\n"
+        "            return nn.Sequential(nn.Conv2d(inp, oup, 3, stride, 1), nn.BatchNorm2d(oup))\n"
+        "        def divisible(v, divisor):\n"
+        "            return max(divisor, v // divisor * divisor)\n"
+        "        self.body = conv_bn(3, int(32 * alpha), 2)\n"
+        "        self.head = nn.Linear(int(32 * alpha), divisible(20, 8))\n"
+        "    def forward(self, x):\n"
+        "        return self.head(self.body(x).mean((2, 3)))\n"
+        "batch_size = 2\n"
+        "alpha = 0.5\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 3, 5, 5)]\n"
+        "def get_init_inputs():\n    return [alpha]\n"
+    )
+    source = parse_problem(text, "p.py")
+    assert source.hoisted == ["size_32"]
+    model_class, _, get_init_inputs = _run(text, size_32=16)
+    model = model_class(*get_init_inputs())  # type: ignore[operator]
+    assert model.body[0].out_channels == 8 and model.head.in_features == 8  # int(16 * 0.5)
+    assert model.head.out_features == 16  # divisible(20, 8): its 8 is no size
+
+
 def test_a_shape_of_names_and_literals_gets_constants_for_its_sizes() -> None:
     text = (
         "import torch\nimport torch.nn as nn\n"

@@ -246,15 +246,25 @@ class _SizeLiterals(ast.NodeTransformer):
     def sized(self, node: ast.expr) -> ast.expr:
         """The argument with its integer literals of LITERAL_MIN or more named.
 
-        Only arithmetic of literals, names and attributes (`512 * Block.expansion`); a call or
-        subscript is left as written.
+        Only arithmetic of literals, names and attributes (`512 * Block.expansion`), also
+        rounded by `int(...)` (MobileNet's width multiplier, `int(64 * alpha)`); another call or
+        a subscript is left as written.
         """
         allowed = (
             ast.Constant | ast.Name | ast.Attribute | ast.BinOp | ast.UnaryOp | ast.operator
             | ast.unaryop
         )  # fmt: skip
-        if not all(isinstance(n, allowed | ast.expr_context) for n in ast.walk(node)):
-            return node
+        for part in ast.walk(node):
+            if isinstance(part, ast.Call):
+                if not (
+                    isinstance(part.func, ast.Name)
+                    and part.func.id == "int"
+                    and len(part.args) == 1
+                    and not part.keywords
+                ):
+                    return node
+            elif not isinstance(part, allowed | ast.expr_context):
+                return node
         return _Replace(self).visit(node)  # type: ignore[no-any-return]
 
     def name_of(self, value: int) -> str:
@@ -269,7 +279,12 @@ class _SizeLiterals(ast.NodeTransformer):
 
 
 def _own_callables(tree: ast.Module) -> set[str]:
-    """Classes and functions the problem defines, and its classes' methods (not `Model`)."""
+    """Classes and functions the problem defines, and its classes' methods (not `Model`).
+
+    Also functions defined inside a method that build layers (MobileNet's `conv_bn(inp, oup,
+    stride)` inside `__init__`); a nested helper that builds none (`_make_divisible(v, 8)`)
+    takes numbers that need not be sizes.
+    """
     found: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name not in REQUIRED:
@@ -282,7 +297,23 @@ def _own_callables(tree: ast.Module) -> set[str]:
                 if isinstance(n, ast.FunctionDef) and not n.name.startswith("__")
                 and n.name != "forward"
             )  # fmt: skip
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef):
+                    found.update(
+                        n.name for n in ast.walk(method)
+                        if isinstance(n, ast.FunctionDef) and n is not method and _builds_layers(n)
+                    )  # fmt: skip
     return found
+
+
+def _builds_layers(function: ast.FunctionDef) -> bool:
+    """Whether a function calls a layer constructor with size arguments (`nn.Conv2d(...)`)."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in SIZE_ARGUMENTS
+        for n in ast.walk(function)
+    )
 
 
 class _Replace(ast.NodeTransformer):
