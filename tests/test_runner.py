@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -18,9 +19,18 @@ from gauntlet import settings
 from gauntlet.agents.base import Budget, ModelSettings
 from gauntlet.errors import ConfigError, RecordError, UnknownNameError
 from gauntlet.judge import spares
-from gauntlet.runner import RunConfig, plan_run, resume_run, start_run
+from gauntlet.runner import (
+    BLOCK_TASKS_PER_SLOT,
+    Job,
+    RunConfig,
+    execution_order,
+    plan_jobs,
+    plan_run,
+    resume_run,
+    start_run,
+)
 from gauntlet.store import MAX_ATTEMPT_ID, RunStore, attempt_id_for
-from tests.support.fixtures import TASKS
+from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
 
 
 @pytest.fixture
@@ -399,3 +409,28 @@ def test_a_long_generic_command_still_makes_a_folder_name() -> None:
     assert attempt_id_for("triton2triton/scale_add", "expert", 2) == (
         "triton2triton__scale_add--expert--2"
     )
+
+
+def test_attempts_of_one_task_are_started_apart_in_blocks_of_tasks() -> None:
+    tasks = [with_spec(SCALE_ADD(), id=f"t/{n:02d}") for n in range(10)]
+    jobs, _ = plan_jobs(tasks, ["baseline", "expert", "autotune"], 2, "cpu")
+    ordered = execution_order(jobs, parallel=2)
+    assert sorted(j.attempt_id for j in ordered) == sorted(j.attempt_id for j in jobs)
+    width = BLOCK_TASKS_PER_SLOT * 2  # 8 tasks a block: then the last 2
+    first, last = ordered[: width * 6], ordered[width * 6 :]
+    rounds = [first[r * width : (r + 1) * width] for r in range(6)]
+    for step, chosen in enumerate(rounds):
+        assert [j.task.task_id for j in chosen] == [f"t/{n:02d}" for n in range(width)]
+        assert {(j.agent, j.index) for j in chosen} == {
+            (["baseline", "expert", "autotune"][step // 2], step % 2)
+        }
+    assert [j.task.task_id for j in last] == ["t/08", "t/09"] * 6
+
+    def gap(ordered: list[Job]) -> int:
+        at: dict[str, list[int]] = {}
+        for i, job in enumerate(ordered):
+            at.setdefault(job.task.task_id, []).append(i)
+        return min(b - a for spots in at.values() for a, b in itertools.pairwise(spots))
+
+    assert gap(jobs) == 1 and gap(ordered) >= 2  # never two of one task started in a row
+    assert execution_order(jobs, parallel=1)[:4] == [jobs[n * 6] for n in range(4)]

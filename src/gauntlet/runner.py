@@ -138,6 +138,34 @@ def plan_jobs(
     return jobs, skipped
 
 
+#: Tasks per block of `execution_order`, per parallel attempt.
+BLOCK_TASKS_PER_SLOT = 4
+
+
+def execution_order(jobs: list[Job], parallel: int) -> list[Job]:
+    """The order to start `jobs` in: no two attempts of one task side by side where avoidable.
+
+    Tasks are taken in blocks of `BLOCK_TASKS_PER_SLOT * parallel`; within a block, every task's
+    first attempt (first agent, first index), then every task's second, and so on. Attempts
+    running together are then of different tasks, and each later attempt of a task starts once
+    its earlier ones are done: the judge computes a task's references and baseline runs once
+    and reuses them (kept in the judging process), and the task's own files judged once are not
+    judged again (`engines/verdicts.py`), where side by side both would do the work. A block
+    stays small, so what is kept spans a few tasks, not the run.
+    """
+    by_task: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_task.setdefault(job.task.task_id, []).append(job)
+    groups = list(by_task.values())
+    width = BLOCK_TASKS_PER_SLOT * max(parallel, 1)
+    ordered: list[Job] = []
+    for start in range(0, len(groups), width):
+        block = groups[start : start + width]
+        for step in range(max(len(g) for g in block)):
+            ordered += [g[step] for g in block if step < len(g)]
+    return ordered
+
+
 def preflight(agents: Sequence[str], model: ModelSettings) -> None:
     """Make every agent and check it can work here, before any attempt starts.
 
@@ -273,7 +301,8 @@ def _execute(
     store: RunStore, jobs: list[Job], config: RunConfig, secret: int, progress: Progress | None
 ) -> None:
     judging = _judge_settings(config, secret)
-    work = [AttemptWork(j.task, _spec(store, j, config), judging) for j in jobs]
+    ordered = execution_order(jobs, config.parallel)
+    work = [AttemptWork(j.task, _spec(store, j, config), judging) for j in ordered]
     recorded = store.done_ids()
     finished = 0
     with _executor(config) as executor:

@@ -15,13 +15,14 @@ from gauntlet.agents.base import AgentContext, Budget, make_agent
 from gauntlet.errors import ConfigError, JudgeError, TaskFormatError
 from gauntlet.judge.service import Judge
 from gauntlet.judge.verdict import Verdict
-from gauntlet.knobs import apply
+from gauntlet.knobs import apply, template_point
 from gauntlet.report.attempts import attempt_view
 from gauntlet.runner import RunConfig, start_run
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import TASKS
 
 RELU = "accel/npu/relu"
+GEMM = "accel/npu/gemm"  # no knobs
 
 TUNED = """import torch
 import triton
@@ -273,3 +274,32 @@ def test_a_run_records_the_autotune_attempt_and_its_report_shows_the_search(
     assert [(r.generation, r.judge_calls, r.correct) for r in rows] == [(0, 1, 1), (1, 2, 1)]
     assert rows[0].best_speedup is not None and rows[1].best_speedup is not None
     assert rows[0].best_speedup <= rows[1].best_speedup
+
+
+def test_in_a_run_its_baseline_gets_the_baseline_agents_verdict_judged_once(
+    tmp_path: Path,
+) -> None:
+    # No knobs: it submits the baseline, byte for byte the baseline agent's files, so the run
+    # judges them once (engines/verdicts.py) and the second record says whose verdict it is.
+    config = RunConfig(pattern=GEMM, agents=["baseline", "autotune"], seed=1, parallel=2)
+    store = start_run(config, tmp_path / "run")
+    by_agent = {r.agent: r for r in store.attempts()}
+    baseline, tuned = by_agent["baseline"].verdict, by_agent["autotune"].verdict
+    assert baseline is not None and tuned is not None and baseline.passed
+    assert tuned.environment["reused_from"] == by_agent["baseline"].attempt_id
+    assert tuned.duration_s == 0.0 and "reused_from" not in baseline.environment
+    volatile = {"duration_s", "phases_s", "environment"}
+    assert tuned.model_dump(exclude=volatile) == baseline.model_dump(exclude=volatile)
+
+
+def test_the_template_point_of_every_shipped_task_renders_byte_for_byte() -> None:
+    # So where the search keeps the template's own point it submits exactly the expert's (or
+    # baseline's) files, whose final verdict a run judges once for every agent that submits them.
+    tuned = [t for t in suites.select(None, None, None) if t.spec.autotune is not None]
+    assert len(tuned) >= 24
+    for task in tuned:
+        tuning = task.spec.autotune
+        assert tuning is not None
+        text = task.path(tuning.template).read_text(encoding="utf-8")
+        point = template_point(text, tuning.template, tuning.knobs)
+        assert apply(text, tuning.template, point) == text, task.task_id

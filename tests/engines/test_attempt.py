@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet.engines.attempt import _rebuild_submission, _submitted
+from gauntlet.agents.base import AgentContext, AgentResult, Budget, ModelSettings
+from gauntlet.engines import attempt
+from gauntlet.engines.attempt import AttemptSpec, _rebuild_submission, _submitted
 from gauntlet.judge.pipeline import read_submission
 from tests.support.fixtures import SCALE_ADD, with_spec
 
@@ -57,3 +59,37 @@ def test_a_rebuilt_submission_gets_the_same_reading_as_the_workspace(
         assert here[0].files == there[0].files
     else:
         assert here[1] != "pass"
+
+
+@pytest.mark.parametrize("agent", ["baseline", "expert", "replay"])
+def test_only_agents_that_copy_the_tasks_own_files_run_in_the_harness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent: str
+) -> None:
+    task = SCALE_ADD()
+    children: list[str] = []
+
+    def child(spec: str, ctx: AgentContext) -> AgentResult:
+        children.append(spec)
+        return AgentResult(status="finished", message="ran in a child")
+
+    monkeypatch.setattr(attempt, "run_in_child", child)
+    (tmp_path / "kernel.py").write_text("x = 1\n")
+    spec = AttemptSpec(
+        run_id="run",
+        attempt_id=f"a--{agent}--0",
+        agent=agent if agent != "replay" else f"replay:{tmp_path}",
+        index=0,
+        device="cpu",
+        model=ModelSettings(),
+        budget=Budget(),
+        attempt_dir=tmp_path / "attempt",
+    )
+    outcome = attempt.agent_stage(task, spec)
+    if agent == "replay":  # it reads a folder the user names: under its budget, in a child
+        assert children == [spec.agent] and outcome.result.message == "ran in a child"
+        return
+    assert children == [] and outcome.result.status == "finished"
+    expected = task.baseline_files() if agent == "baseline" else task.expert_files()
+    assert expected is not None
+    assert {f.name: f.data.decode() for f in outcome.submission} == expected
+    assert (tmp_path / "attempt" / "transcript.jsonl").is_file()

@@ -4,7 +4,9 @@ The runner calls `run_in_child(spec, ctx)`: the context goes to a file, `python 
 gauntlet.agents.child CONTEXT RESULT` makes the agent and runs it, and the result comes back as a
 file. Past the wall budget (plus a grace period for the agent's own clean stop) the child's
 whole process tree is killed, whatever it was doing — a model call, a judge call, a tool — and
-the attempt records a `timeout`; whatever the workspace holds then is judged.
+the attempt records a `timeout`; whatever the workspace holds then is judged. The one exception
+is an agent that only copies the task's own files (`baseline`, `expert`): it declares
+`in_process` and runs in the harness (`engines/attempt.py`), sparing a Python start a task.
 """
 
 from __future__ import annotations

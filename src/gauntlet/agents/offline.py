@@ -1,7 +1,10 @@
 """Agents that need no model: `baseline`, `expert` and `replay:DIR`.
 
 They write prepared files into the workspace under the contract's names and stop; the judge
-then treats them like any other submission.
+then treats them like any other submission. `baseline` and `expert` only copy the task's own
+files, which takes no budget to speak of, so they run in the harness (`in_process`) instead of a
+child process of their own (about 0.6 s of CPU an attempt, seconds on a busy machine); `replay`
+reads a folder the user names, so it stays in its child, under its wall budget.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class BaselineAgent:
     """Submits the task's baseline unchanged: the zero point of every score."""
 
     name = "baseline"
+    in_process = True
+    """It copies the task's own files: run in the harness, with no child process."""
 
     def run(self, ctx: AgentContext) -> AgentResult:
         """Write the baseline under the contract's file names."""
@@ -42,6 +47,8 @@ class ExpertAgent:
     """Submits the task's shipped expert solution."""
 
     name = "expert"
+    in_process = True
+    """It copies the task's own files: run in the harness, with no child process."""
 
     def run(self, ctx: AgentContext) -> AgentResult:
         """Write the expert's files, or stop with nothing where the task ships none."""

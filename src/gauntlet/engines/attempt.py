@@ -5,7 +5,10 @@ what it left (`AgentOutcome`): the contract's files as it found them, the worksp
 and the files the run directory keeps (transcript, the agent's own files, submission, the
 workspace on request) as one archive. The judge stage rebuilds the submission in a folder of
 its own and judges it with the run's secret seed, which only this stage receives. The runner
-writes what comes back (`AttemptOutcome`), so both stages can run on any machine.
+writes what comes back (`AttemptOutcome`), so both stages can run on any machine. The task's own
+files (baseline, expert) are judged once per run by the local engine on a device whose verdicts
+cannot vary (`cpu`, `sim:*`); a later attempt that submits them gets that verdict, marked
+(`verdicts.py`).
 
 One exception, on the runner's own machine (`AttemptSpec.attempt_dir`, the local engine): the
 agent keeps its files in the attempt's folder of the run directory as it works, so a search's
@@ -28,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from gauntlet import process
 from gauntlet.agents.base import (
     SEARCH_STATE_DIR,
+    Agent,
     AgentContext,
     AgentResult,
     Budget,
@@ -36,8 +40,10 @@ from gauntlet.agents.base import (
 )
 from gauntlet.agents.child import run_in_child
 from gauntlet.engines.bundle import pack_folder
-from gauntlet.errors import GauntletError
+from gauntlet.engines.verdicts import TrustedVerdicts, reuse_key
+from gauntlet.errors import ConfigError, GauntletError
 from gauntlet.judge import judge
+from gauntlet.judge.verdict import Verdict
 from gauntlet.store import AttemptRecord, AttemptStatus, Placement, now
 from gauntlet.task import Task
 
@@ -125,9 +131,15 @@ class AttemptOutcome(BaseModel):
     when the files are in place already."""
 
 
-def make_attempt(task: Task, spec: AttemptSpec, settings: JudgeSettings) -> AttemptOutcome:
+def make_attempt(
+    task: Task,
+    spec: AttemptSpec,
+    settings: JudgeSettings,
+    *,
+    verdicts: TrustedVerdicts | None = None,
+) -> AttemptOutcome:
     """Both stages here, one after the other (the local engine)."""
-    return judge_stage(task, spec, settings, agent_stage(task, spec))
+    return judge_stage(task, spec, settings, agent_stage(task, spec), verdicts=verdicts)
 
 
 def agent_stage(task: Task, spec: AttemptSpec) -> AgentOutcome:
@@ -184,10 +196,12 @@ def judge_stage(
     agent: AgentOutcome,
     *,
     judge_gpu: str | None = None,
+    verdicts: TrustedVerdicts | None = None,
 ) -> AttemptOutcome:
     """Judge what the agent left and make the attempt's record.
 
-    `judge_gpu` names the physical GPU an engine gave this stage, for the record.
+    `judge_gpu` names the physical GPU an engine gave this stage, for the record. `verdicts`:
+    the run's kept verdicts of the task's own files (`verdicts.py`); None judges every time.
     """
     result = agent.result
     verdict = None
@@ -205,8 +219,18 @@ def judge_stage(
         with tempfile.TemporaryDirectory(prefix=f"gauntlet-sub-{spec.attempt_id[:40]}-") as tmp:
             folder = Path(tmp) / SUBMISSION_DIR
             _rebuild_submission(agent.submission, folder)
-            try:
-                verdict = judge(
+            plain = {f.name: f.data for f in agent.submission if f.kind == "file"}
+            key = reuse_key(
+                task,
+                plain if len(plain) == len(agent.submission) else None,
+                device=spec.device,
+                seed=settings.seed,
+                time_cap_s=settings.time_cap_s,
+                compile_reference=settings.compile_reference,
+            )
+
+            def judged() -> Verdict:
+                return judge(
                     task,
                     folder,
                     device=spec.device,
@@ -215,6 +239,12 @@ def judge_stage(
                     time_cap_s=settings.time_cap_s,
                     compile_reference=settings.compile_reference,
                 )
+
+            try:
+                if verdicts is None:
+                    verdict = judged()
+                else:
+                    verdict = verdicts.judged(key, spec.attempt_id, judged)
                 status, reason = verdict.status, verdict.reason
             except GauntletError as err:
                 logger.error("judge failed on %s: %s", spec.attempt_id, err)
@@ -262,6 +292,12 @@ def attempt_record(task: Task, spec: AttemptSpec, **outcome: Any) -> AttemptReco
 
 
 def _run_agent(spec: AttemptSpec, ctx: AgentContext) -> AgentResult:
+    here = _in_process(spec.agent)
+    if here is not None:
+        try:
+            return here.run(ctx)
+        except OSError as err:  # the task's files unreadable, the workspace unwritable
+            return AgentResult(status="error", message=f"the agent failed: {err}")
     result = run_in_child(spec.agent, ctx)
     if result.status == "error" and not process.is_stopping():
         # (An agent killed by a stopping run is not news: the run says it stopped.)
@@ -272,6 +308,19 @@ def _run_agent(spec: AttemptSpec, ctx: AgentContext) -> AgentResult:
         kind = getattr(make_agent(spec.agent), "sandbox_kind", None)
         result = result.model_copy(update={"sandbox": kind})
     return result
+
+
+def _in_process(spec: str) -> Agent | None:
+    """The agent, where it declares that it runs in the harness (`in_process`), else None.
+
+    Only agents that copy the task's own files do (`baseline`, `expert`): every other agent
+    runs in a child process, killed from outside at its wall budget (`agents/child.py`).
+    """
+    try:
+        made = make_agent(spec)
+    except ConfigError:
+        return None  # the child reports it as the attempt's error
+    return made if getattr(made, "in_process", False) is True else None
 
 
 def _submitted(workspace: Path, name: str, task: Task) -> SubmittedFile:
