@@ -34,9 +34,14 @@
 #   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
 #   OLD_TREE=            for `cost`: the src/ folder of the revision to compare with
 #   COST_TASK=cuda2cuda/matmul   for `cost`: the task whose expert is judged
-#   BENCH_SUITE=gpu-quick        for `bench`: the suite whose experts are judged
+#   BENCH_SUITE=gpu-quick        for `bench`: the suite whose experts are judged (set empty
+#                        to judge only BENCH_ARGS' --tasks)
 #   BENCH_ARGS=          more scripts/bench_judge.py arguments (e.g. the KernelBench side:
 #                        --kernelbench-eval kb/kb_eval_one.py --kernelbench-case PROBLEM KERNEL)
+#   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench or ray step after this many
+#                        seconds (0: never) and go on to the next; what a step printed so far
+#                        is in its log under OUT_DIR (a `timeout` around the whole script
+#                        would lose it: the logs below are written as the step goes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
@@ -64,6 +69,9 @@ export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # them on the GPU while the next step times kernels.
 stop_workers() { pkill -f "gauntlet.judge.worker" 2>/dev/null; pkill -f "gauntlet.judge.cuda_build" 2>/dev/null; true; }
 
+# A step's command, stopped after STEP_TIMEOUT seconds (its workers with it).
+bounded() { timeout -k 10 "${STEP_TIMEOUT:-0}" "$@"; }
+
 status=0
 for step in "${steps[@]}"; do
     echo "== $step $(date -u +%H:%M:%S)" | tee -a "$out/summary.txt"
@@ -77,7 +85,7 @@ for step in "${steps[@]}"; do
             tail -n 3 "$out/env.txt" ;;
         pytest)
             # shellcheck disable=SC2086
-            python3 -m pytest -m gpu --gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} tests 2>&1 \
+            bounded python3 -m pytest -m gpu --gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} tests 2>&1 \
                 | tee "$out/pytest-gpu.log" | tail -n 25
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
         suite)
@@ -102,33 +110,36 @@ for step in "${steps[@]}"; do
             tar -czf "$out/suite-run.tar.gz" "$run_dir" ;;
         evidence)
             # shellcheck disable=SC2086
-            python3 scripts/gpu_evidence.py --out "$out" ${EVIDENCE_ARGS:-} 2>&1 | tail -n 40
+            bounded python3 scripts/gpu_evidence.py --out "$out" ${EVIDENCE_ARGS:-} 2>&1 \
+                | tee "$out/evidence.log" | tail -n 40
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         cost)
             # The judge's cost per candidate, this tree against OLD_TREE (a src/ folder of the
             # revision before a change, carried along), alternating: scripts/judge_cost.py.
             # shellcheck disable=SC2086
-            python3 scripts/judge_cost.py --task "${COST_TASK:-cuda2cuda/matmul}" --tree "new=$PWD/src" \
-                ${OLD_TREE:+--tree "old=$OLD_TREE"} --out "$out/cost.json" 2>&1 | tail -n 30
+            bounded python3 scripts/judge_cost.py --task "${COST_TASK:-cuda2cuda/matmul}" \
+                --tree "new=$PWD/src" ${OLD_TREE:+--tree "old=$OLD_TREE"} --out "$out/cost.json" 2>&1 \
+                | tee "$out/cost.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         bench)
+            suite="${BENCH_SUITE-gpu-quick}"
             # shellcheck disable=SC2086
-            python3 scripts/bench_judge.py --device cuda:0 --suite "${BENCH_SUITE:-gpu-quick}" \
-                --repeats 2 --out "$out/bench.md" ${BENCH_ARGS:-} 2>&1 | tail -n 30
+            bounded python3 scripts/bench_judge.py --device cuda:0 ${suite:+--suite "$suite"} \
+                --repeats 2 --out "$out/bench.md" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         ray)
-            python3 -m pytest -m gpu --gpu -q -p no:cacheprovider -n 0 tests/engines/test_ray_gpu.py \
+            bounded python3 -m pytest -m gpu --gpu -q -p no:cacheprovider -n 0 tests/engines/test_ray_gpu.py \
                 > "$out/ray.log" 2>&1 || status=1
             gpus=$(nvidia-smi -L | wc -l)
             # One GPU first (CUDA_VISIBLE_DEVICES, so agents' tools see one too), then all.
-            CUDA_VISIBLE_DEVICES=0 python3 scripts/bench_engines.py --suite "${BENCH_SUITE:-gpu-quick}" \
+            CUDA_VISIBLE_DEVICES=0 bounded python3 scripts/bench_engines.py --suite "${BENCH_SUITE:-gpu-quick}" \
                 --agents expert autotune --engines ray --keep runs/bench-1gpu --out "$out/scaling.md" \
                 >> "$out/ray.log" 2>&1 || status=1
             if [ "$gpus" -gt 1 ]; then
-                python3 scripts/bench_engines.py --suite "${BENCH_SUITE:-gpu-quick}" --agents expert autotune \
+                bounded python3 scripts/bench_engines.py --suite "${BENCH_SUITE:-gpu-quick}" --agents expert autotune \
                     --engines ray --keep runs/bench-${gpus}gpu --out "$out/scaling.md" >> "$out/ray.log" 2>&1 || status=1
             fi
             tail -n 30 "$out/ray.log"
