@@ -84,6 +84,42 @@ REACHES = {
         started.start()
         started.join()
     """,
+    "bytecode forged under a judge file's name, turned into code by importlib": """
+        import importlib._bootstrap_external as external, marshal
+        from gauntlet.judge import worker
+        # Code whose file name is the worker's own, so that what it does passes for trusted.
+        name = worker.__file__
+        holder = "<" + "x" * (len(name) - 2) + ">"
+        code = compile("import gc\\ngc.get_objects()\\n", holder, "exec")
+        data = marshal.dumps(code).replace(holder.encode(), name.encode())
+        exec(external._compile_bytecode(bytearray(data)), {})
+    """,
+    "a loader of its own handing importlib source under a judge file's name": """
+        import importlib.machinery, importlib.util
+        from gauntlet.judge import worker
+
+        class Smuggler(importlib.machinery.SourceFileLoader):
+            def get_data(self, path):
+                return b"import gc\\ngc.get_objects()\\n"
+
+        loader = Smuggler("smuggled", worker.__file__)
+        spec = importlib.util.spec_from_loader("smuggled", loader)
+        loader.exec_module(importlib.util.module_from_spec(spec))
+    """,
+    "a .pyc it wrote, loaded by importlib's own loader": """
+        import importlib.machinery, importlib.util, marshal, os
+        from gauntlet.judge import worker
+        name = worker.__file__
+        holder = "<" + "x" * (len(name) - 2) + ">"
+        code = compile("import gc\\ngc.get_objects()\\n", holder, "exec")
+        data = marshal.dumps(code).replace(holder.encode(), name.encode())
+        path = os.path.join(os.environ["HOME"], "smuggled.pyc")
+        with open(path, "wb") as handle:
+            handle.write(importlib.util.MAGIC_NUMBER + bytes(12) + data)
+        loader = importlib.machinery.SourcelessFileLoader("smuggled", path)
+        spec = importlib.util.spec_from_loader("smuggled", loader)
+        loader.exec_module(importlib.util.module_from_spec(spec))
+    """,
     "a signal sent to one thread (the main one)": """
         import signal, threading
         signal.pthread_kill(threading.main_thread().ident, 0)
@@ -113,6 +149,9 @@ ORDINARY = """
     @functools.wraps(wrapped)
     def wrapper(*args):
         return wrapped(*args)
+
+    import importlib, json.tool, xml.dom.minidom  # trusted modules imported lazily
+    importlib.reload(json.tool)
 
     wrapped.__defaults__ = (3,)
     Block.__doc__ = "own class"
@@ -167,6 +206,7 @@ def test_a_rebound_global_of_the_workers_modules_is_tampering(
     changed = trusted.changed()
     assert {"worker.GLUE_OPS", "timing.median_ci", "worker.isinstance"} <= set(changed)
 
+
 def test_the_worker_works_off_the_main_thread_where_no_signal_handler_can_be_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -212,3 +252,26 @@ def test_the_working_threads_exit_is_the_workers(
 
     monkeypatch.setattr(worker, "_serve", serve)
     assert worker.main(["5", "6", "cpu"]) == status
+
+
+def test_a_module_or_finder_put_in_place_of_the_judges_is_tampering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The worker imports inside its functions: a stand-in in `sys.modules`, or a finder that
+    # answers for a module imported afresh, would decide what those imports give.
+    import json
+    import types
+
+    trusted = worker._Trusted()
+    assert trusted.changed() == []
+    monkeypatch.setitem(sys.modules, "json", types.ModuleType("json"))
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path])  # a new list, same finders
+    assert trusted.changed() == ["sys.meta_path", "sys.modules['json']"]
+    monkeypatch.setitem(sys.modules, "json", json)
+    monkeypatch.undo()
+    sys.path_hooks.insert(0, lambda path: None)
+    try:
+        assert trusted.changed() == ["sys.path_hooks"]
+    finally:
+        del sys.path_hooks[0]
+    assert trusted.changed() == []

@@ -29,7 +29,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import CodeType, FrameType, ModuleType
+from types import BuiltinFunctionType, CodeType, FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -278,6 +278,28 @@ class _Trusted:
         """Module by label, and whether a global added to it counts (one that shadows a
         builtin in the worker's code does; additions to `builtins` itself shadow nothing)."""
         self.globals = {label: dict(vars(m)) for label, (m, _) in self.modules.items()}
+        # The worker imports inside its functions (`import torch`, the watch's dispatch mode
+        # and profiler): each import reads `sys.modules`, whose entries anyone may replace
+        # without an audit event, so a stand-in module there would decide for the submission.
+        # A module imported afresh is found through finders (and `sys.path`, packages'
+        # `__path__`) that the submission can change too: `run_candidate` imports what the
+        # watch needs before the submission loads, then records the modules again.
+        self.module_table = sys.modules
+        self.finders: dict[str, list[Any]] = {
+            "sys.meta_path": sys.meta_path,
+            "sys.path_hooks": sys.path_hooks,
+        }
+        for name, value in (("sys.modules", sys.modules), *self.finders.items()):
+            self.watched[name] = functools.partial(getattr, sys, name.removeprefix("sys."))
+            self.identities[name] = value
+        self.module_entries: dict[str, ModuleType] = {}
+        self.finder_entries: dict[str, list[Any]] = {}
+        self.record_modules()
+
+    def record_modules(self) -> None:
+        """Take the modules imported so far and the finders as the ones to compare against."""
+        self.module_entries = dict(self.module_table)
+        self.finder_entries = {name: list(found) for name, found in self.finders.items()}
 
     def changed(self) -> list[str]:
         """Names whose object is no longer the one recorded."""
@@ -296,6 +318,16 @@ class _Trusted:
                     found.append(f"{label}.{key}")
             if additions and len(now) != len(before):
                 found += [f"{label}.{k}" for k in now if k not in before and k not in _REGISTRIES]
+        table = self.module_table
+        found += [
+            f"sys.modules[{name!r}]"
+            for name, module in self.module_entries.items()
+            if table.get(name, _MISSING) is not module
+        ]
+        for name, entries in self.finder_entries.items():
+            # By identity (`entries` keeps the originals alive, so no other object has their id).
+            if [id(f) for f in self.finders[name]] != [id(f) for f in entries]:
+                found.append(name)
         return found
 
 
@@ -629,6 +661,8 @@ BANNED_PREFIXES = ("ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "_posixsu
 #: tracer or profiler stored with `threading.settrace`/`setprofile` is installed by `threading`
 #: itself in every thread started later, trusted ones too, and handed their frames.
 THREAD_TRACER_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
+#: Where importlib's own code comes from (frozen into the interpreter).
+IMPORTLIB_FILES = ("<frozen importlib",)
 #: Attributes whose read (`object.__getattr__`) hands out a frame without `sys._getframe`: an
 #: exception's traceback, a generator's or coroutine's own frame, whose `f_back` and
 #: `f_locals` lead to the worker's watch, counters and channel.
@@ -701,6 +735,7 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
     get_type_name, get_attribute = type.__getattribute__, object.__getattribute__
     module_name = SUBMISSION_MODULE
     makers = _class_makers()
+    read_file, as_bytes, importers = open, bytes, IMPORTLIB_FILES
 
     def untrusted(filename: str) -> bool:
         """Whether code from this file is the submission's (not trusted code)."""
@@ -718,6 +753,22 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
                 return untrusted(get_attribute(target, "__code__").co_filename)
             return kind == "type" and bool(get_attribute(target, "__module__") == module_name)
         except AttributeError:
+            return False
+
+    def imported_as_is(event: str, args: tuple[Any, ...], frame: FrameType) -> bool:
+        """Whether importlib makes code of exactly a trusted file's bytes (source or `.pyc`)."""
+        try:
+            path: object = str(args[1]) if event == "compile" else None
+            if event != "compile":  # `_compile_bytecode(data, name, bytecode_path, ...)`
+                path = frame.f_locals.get("bytecode_path")
+            data, skip = args[0], 0 if event == "compile" else 16  # a .pyc's header is cut off
+            if not isinstance(path, str) or untrusted(path):
+                return False
+            if not isinstance(data, bytes | bytearray | memoryview):
+                return False
+            with read_file(path, "rb") as handle:
+                return bool(handle.read()[skip:] == as_bytes(data))
+        except (OSError, ValueError, TypeError, IndexError):
             return False
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
@@ -742,9 +793,19 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
             if frame is not None and frame.f_code in makers:
                 return  # the standard library making a class for its caller (a namedtuple)
             reads = event == "object.__getattr__"
+            # importlib turning bytes into code (`compile` under a trusted file's name, or a
+            # `.pyc`'s `marshal.loads`) is that file being imported only when the bytes are the
+            # file's own; else a loader or a direct call handed it forged bytes, and the code
+            # would pass for the trusted file's: whoever asked importlib answers for it.
+            forged = (
+                event in ("compile", "marshal.loads")
+                and frame is not None
+                and frame.f_code.co_filename.startswith(importers)
+                and not imported_as_is(event, args, frame)
+            )
             while frame is not None:
                 name = frame.f_code.co_filename
-                if name.startswith("<frozen importlib"):
+                if name.startswith(importers) and not forged:
                     return  # a module's own code while it is imported (a lazy import)
                 looked_through = name.startswith(library) and not (
                     reads and name.startswith(packages)
@@ -769,6 +830,23 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
             busy.clear()
 
     sys.addaudithook(hook)
+
+
+def _frame_hook_switches() -> tuple[Callable[[Any], Any], ...]:
+    """TorchDynamo's setters of the callbacks it hands frames to (PEP 523), to switch them off.
+
+    A callback set there (no audit event) is handed every frame run after it, with its live
+    locals, and may run other code in its place. Each setter is a C function: called from a
+    frame already running, it starts no frame that a callback could see or replace, so the
+    worker calls them, bound before the submission loads, right after each of its calls.
+    """
+    try:
+        from torch._C._dynamo import eval_frame
+    except ImportError:
+        return ()
+    names = ("set_eval_frame", "set_bytecode_debugger_callback")
+    found = (getattr(eval_frame, name, None) for name in names)
+    return tuple(f for f in found if isinstance(f, BuiltinFunctionType))
 
 
 class _Launches:
@@ -835,6 +913,15 @@ def run_candidate(
     # globals (a wider allow-list), never this local.
     allowed = STRUCTURAL_OPS | GLUE_OPS | frozenset(request.allowed_ops)
     compiled = _compile_references(request, make) if baseline is not None else {}
+    # The watch's first entry imports TorchDynamo and more: done now, not in the first judged
+    # call, so that no module the worker relies on is imported after the submission loads,
+    # through finders and paths it could have changed (`_Trusted.record_modules`).
+    with _Watch(frozenset()):
+        torch.zeros(1).add_(1)
+    trusted.record_modules()
+    # Called inline (`for off in hooks: off(None)`) the moment the submission's code returns,
+    # before any frame of the worker's own starts (`_frame_hook_switches`).
+    hooks = _frame_hook_switches()
     _install_audit_hook(Path(submission.dir), root)
     try:
         module = _load_module(Path(submission.dir) / submission.file, SUBMISSION_MODULE)
@@ -842,7 +929,11 @@ def run_candidate(
         if isinstance(entry, type) and adapter is None:
             # A KernelBench-style `ModelNew` class: built once, with no arguments, then called.
             entry = entry()
+        for off in hooks:
+            off(None)
     except BaseException:  # noqa: BLE001 - anything the submission raises on import is its failure
+        for off in hooks:
+            off(None)
         _send(fd, protocol.BuildFailed(event="build_error", traceback=_short_traceback()))
         return
     if _report_tampering(fd, trusted, launches):
@@ -867,10 +958,14 @@ def run_candidate(
                 if adapter is not None and index == 0:
                     # Built outside the watch: constructing the module is not the call.
                     call = adapter(entry, dict(config.params), device)
+                    for off in hooks:
+                        off(None)
                 # Forward, backward and the repeat each run under a watch: work moved into
                 # `backward` or into a second call is work like any other.
                 with watch, torch.enable_grad() if wrt else torch.no_grad():
                     out = call(*args.values())
+                    for off in hooks:
+                        off(None)
                     if device == "cuda":
                         torch.cuda.synchronize()
                 described = _describe_output(out)
@@ -883,6 +978,8 @@ def run_candidate(
                         grads = torch.autograd.grad(
                             outputs, [args[n] for n in wrt], upstream, allow_unused=True
                         )
+                        for off in hooks:
+                            off(None)
                         if device == "cuda":
                             torch.cuda.synchronize()
                     grads_present = [g is not None for g in grads]
@@ -892,11 +989,16 @@ def run_candidate(
                 if repeated:
                     again = {k: _clone(v) for k, v in pristine.items()}
                     with watch, torch.no_grad():
-                        repeat = _as_tuple(call(*again.values()))
+                        repeated_out = call(*again.values())
+                        for off in hooks:
+                            off(None)
+                        repeat = _as_tuple(repeated_out)
                         if device == "cuda":
                             torch.cuda.synchronize()
                     repeat_diff = _max_diff(outputs, repeat)
             except BaseException:  # noqa: BLE001 - the submission's failure becomes a verdict
+                for off in hooks:
+                    off(None)
                 _send(
                     fd,
                     protocol.CallFailed(
@@ -955,6 +1057,10 @@ def run_candidate(
             _time_configs(
                 request, fd, entry, adapter, baseline, command.configs, commands, compiled
             )
+            # The timing loop's own frames stay in a callback's reach while it runs (the
+            # judge's clock around every call decides there); not this check's.
+            for off in hooks:
+                off(None)
             if _report_tampering(fd, trusted, launches):
                 return
     _send(fd, protocol.Done(event="done"))
@@ -1168,7 +1274,8 @@ def _import_trusted(device: str, ahead: bool = False) -> None:
     `ahead` (a candidate spare): also enter the watch once, which imports TorchDynamo and
     starts the profiler (seconds that a judgment would otherwise wait for in its first call). A
     worker started for its judgment does not: the reference worker never needs it, and a cold
-    candidate pays it in its first call while the judge still reads the reference's results.
+    candidate pays it once started, just before the submission loads (`run_candidate`), while
+    the judge still reads the reference's results.
     """
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
