@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -150,11 +151,23 @@ def run(args: argparse.Namespace) -> None:
         }) + "\n")  # fmt: skip
 
 
-def summarize(out: Path) -> dict[str, Any]:
-    """The per-level counts of OUT/problems.jsonl (a problem's last record counts)."""
+def _lines(folders: Sequence[Path], name: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for folder in folders
+        if (folder / name).exists()
+        for line in (folder / name).read_text().splitlines()
+    ]
+
+
+def summarize(out: Path, merged: Sequence[Path] = ()) -> dict[str, Any]:
+    """The per-level counts of OUT/problems.jsonl (a problem's last record counts).
+
+    `merged`: other runs' folders read first, in order, so OUT's records (and a later folder's)
+    replace theirs: a rerun of some problems at a later commit.
+    """
     records: dict[str, dict[str, Any]] = {}
-    for line in (out / "problems.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    for record in _lines([*merged, out], "problems.jsonl"):
         records[record["problem"]] = record
     levels: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"problems": 0, "imported": 0, "rewritten": 0, "refused": 0,
@@ -169,8 +182,7 @@ def summarize(out: Path) -> dict[str, Any]:
             name, _ = refusal_class(record["reason"] or "")
             level["refusals"][name] += 1
             level["refused_ids"][name].append(int(record["problem"].split("/")[1].split("_")[0]))
-    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()] if (
-        out / "runs.jsonl").exists() else []  # fmt: skip
+    runs = _lines([*merged, out], "runs.jsonl")
     summary = {
         "commits": sorted({r["commit"] for r in records.values()}),
         "first_ended": min(r["ended"] for r in records.values()),
@@ -230,12 +242,15 @@ def main() -> int:
     )
     parser.add_argument("--fresh", action="store_true", help="Forget OUT/problems.jsonl.")
     parser.add_argument("--summary", action="store_true", help="Only summarize OUT.")
+    parser.add_argument(
+        "--merge", type=Path, nargs="*", default=[], help="Earlier runs' OUT folders, read first."
+    )
     args = parser.parse_args()
     if not args.summary:
         if args.kernelbench is None:
             parser.error("--kernelbench is required to run")
         run(args)
-    summary = summarize(args.out)
+    summary = summarize(args.out, args.merge)
     print((args.out / "coverage.md").read_text())
     return 0 if summary else 1
 
