@@ -1,21 +1,30 @@
 """The judge's cost per candidate: cold (`gauntlet.judge`), warm (`gauntlet.Judge`), feedback.
 
     python3 scripts/bench_judge.py --device cpu --tasks triton2triton/softmax --repeats 3
-    python3 scripts/bench_judge.py --device cuda:0 --suite gpu-quick --out bench.md \\
-        --kernelbench-eval ../shared/anchors/kb_eval_one.py \\
-        --kernelbench-case kb/KernelBench/level1/1_Square_matrix_multiplication_.py \\
-            ../shared/anchors/kernels/l1_1_matmul.py
+    python3 scripts/bench_judge.py --device cuda:0 --suite gpu-quick --out bench.md
+    python3 scripts/bench_judge.py --device cuda:0 --out kb.md \\
+        --case .kb-kit/tasks/l1/1_square_matrix_multiplication .kb-kit/submissions/l1_1 \\
+        --kernelbench-eval .kb-kit/kb_eval_one.py \\
+        --kernelbench-case .kb-kit/kb/KernelBench/level1/1_Square_matrix_multiplication_.py \\
+            .kb-kit/kernels/matmul_new.py
 
 For each task its expert is judged with the full protocol (hidden configs, timing on a GPU):
 first cold, as one `gauntlet.judge` call starts its workers; then `--repeats` times through one
 open `Judge` (spare workers started ahead, references cached per seed); then in `feedback`
 mode (visible configs). Each judgment uses a fresh seed, so no reference is reused within a
-task unless said. Prints and writes (`--out`) a markdown table: wall per candidate, where the
-time went (`phases_s`), and candidates per hour for the warm full protocol. With
-`--kernelbench-eval SCRIPT --kernelbench-case PROBLEM KERNEL`, KernelBench's own evaluation of
-the same problem and kernel is timed beside it, as a whole process (`SCRIPT PROBLEM KERNEL
-BUILD_DIR OUT_JSON`, the anchors' `kb_eval_one.py` interface), cold (fresh build folder) and
-warm (same folder).
+task unless said. `--case TASK_DIR SUBMISSION_DIR` (repeatable) judges a task folder with a
+submission folder the same way (e.g. an imported KernelBench task with a KernelBench kernel:
+`scripts/kb_kit.py` builds `.kb-kit/`). Prints and writes (`--out`) a markdown table: wall per
+candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
+warm full protocol. With `--kernelbench-eval SCRIPT --kernelbench-case PROBLEM KERNEL`
+(repeatable), KernelBench's own evaluation of the same problem and kernel is timed after ours,
+as a whole process (`SCRIPT PROBLEM KERNEL BUILD_DIR OUT_JSON`, the anchors' `kb_eval_one.py`
+interface), cold (fresh build folder) and warm (same folder), in a second table; where there
+are as many cases as KernelBench cases, the i-th of each is compared (issue 18's ratios).
+Every row is printed, and `--out` rewritten, as soon as it is measured: a run stopped by a
+time-out keeps what it measured. A case our judge cannot judge (its own failure, e.g. the task
+needs a device not here) is a row saying so and exit status 1, as is a KernelBench side
+whose every warm process failed.
 """
 
 from __future__ import annotations
@@ -26,13 +35,16 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from gauntlet import process, suites
+from gauntlet.errors import GauntletError
 from gauntlet.judge import judge
 from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
-from gauntlet.judge.verdict import Verdict
+from gauntlet.judge.verdict import Mode, Verdict
+from gauntlet.task import Task, load_task
 
 PHASES = (
     "build",
@@ -50,6 +62,10 @@ PHASES = (
 PARTS = ("first_trial", "compare")
 
 
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
 def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     phases = {
         name: statistics.median(v.phases_s.get(name, 0.0) for v in verdicts)
@@ -57,50 +73,93 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     }
     statuses = ",".join(sorted({v.status for v in verdicts}))
     cells = " | ".join(f"{phases[name]:.2f}" for name in PHASES + PARTS)
-    return f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {statuses} |"
+    speedup = _median([v.speedup for v in verdicts if v.speedup is not None])
+    shown = f"{speedup:.3f}" if speedup is not None else "-"
+    return (
+        f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {shown} "
+        f"| {statuses} |"
+    )
 
 
-def bench_task(
-    task_id: str,
+class Table:
+    """The markdown output: rows printed, and `out` rewritten, as each is measured."""
+
+    def __init__(self, title: str, out: Path | None) -> None:
+        self.lines = [title]
+        self.out = out
+        print(title, flush=True)
+        self._save()
+
+    def add(self, *lines: str) -> None:
+        """Print and keep lines (rows, a table's header, a note)."""
+        self.lines += lines
+        print("\n".join(lines), flush=True)
+        self._save()
+
+    def _save(self) -> None:
+        if self.out is not None:
+            self.out.write_text("\n".join(self.lines) + "\n")
+
+
+@dataclass
+class Timed:
+    """One case's medians, for the per-hour figure and the comparison with KernelBench."""
+
+    label: str
+    cold_s: float | None = None
+    warm_s: float | None = None
+    feedback_s: float | None = None
+
+
+def bench_case(
+    task: Task,
+    submission: Path,
+    label: str,
+    table: Table,
+    *,
     device: str,
     repeats: int,
     seed: int,
     time_cap_s: float,
     cold: bool = True,
     spares: int = 2,
-) -> tuple[list[str], float]:
-    """Table rows for one task, and the warm full-protocol seconds per candidate."""
-    task = suites.load_by_id(task_id)
-    expert = task.root / "expert"
-    rows = []
+) -> Timed:
+    """Judge one submission of one task cold, warm and in feedback mode; rows go to `table`."""
+    timed = Timed(label)
     if cold:
         started = time.monotonic()
         verdict = judge(
-            task, expert, device=device, seed=seed, compile_reference=False, time_cap_s=time_cap_s
-        )
-        rows.append(_row(f"{task_id} cold", [time.monotonic() - started], [verdict]))
-    warm_walls: list[float] = []
-    warm: list[Verdict] = []
-    feedback_walls: list[float] = []
-    feedback: list[Verdict] = []
+            task, submission, device=device, seed=seed, compile_reference=False,
+            time_cap_s=time_cap_s,
+        )  # fmt: skip
+        timed.cold_s = time.monotonic() - started
+        table.add(_row(f"{label} cold", [timed.cold_s], [verdict]))
     with Judge(device=device, time_cap_s=time_cap_s, spare_workers=spares) as service:
         service.warm(device, wait_s=120)
-        for k in range(repeats):
-            started = time.monotonic()
-            warm.append(service.eval(task, expert, seed=seed + 1 + k))
-            warm_walls.append(time.monotonic() - started)
-        for k in range(repeats):
-            started = time.monotonic()
-            feedback.append(service.eval(task, expert, seed=seed + 1 + k, mode="feedback"))
-            feedback_walls.append(time.monotonic() - started)
-    rows.append(_row(f"{task_id} warm", warm_walls, warm))
-    rows.append(_row(f"{task_id} warm feedback", feedback_walls, feedback))
-    return rows, statistics.median(warm_walls)
+        modes: tuple[Mode, ...] = ("final", "feedback")
+        for mode in modes:
+            walls: list[float] = []
+            verdicts: list[Verdict] = []
+            for k in range(repeats):
+                started = time.monotonic()
+                verdicts.append(service.eval(task, submission, seed=seed + 1 + k, mode=mode))
+                walls.append(time.monotonic() - started)
+            suffix = "warm" if mode == "final" else "warm feedback"
+            table.add(_row(f"{label} {suffix}", walls, verdicts))
+            if mode == "final":
+                timed.warm_s = statistics.median(walls)
+            else:
+                timed.feedback_s = statistics.median(walls)
+    return timed
 
 
-def bench_kernelbench(script: Path, problem: Path, kernel: Path, repeats: int) -> list[str]:
+def bench_kernelbench(
+    script: Path, problem: Path, kernel: Path, repeats: int, table: Table
+) -> Timed:
     """KernelBench's own evaluation of a problem and kernel, as a whole process."""
-    rows = []
+    timed = Timed(f"KernelBench {problem.stem}")
+    warm: list[float] = []
+    warm_eval: list[float] = []
     with tempfile.TemporaryDirectory(prefix="kb-build-") as build:
         for label in ["cold"] + ["warm"] * repeats:
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
@@ -112,12 +171,44 @@ def bench_kernelbench(script: Path, problem: Path, kernel: Path, repeats: int) -
                     result = json.loads(Path(out.name).read_text() or "{}")
                 except json.JSONDecodeError:
                     result = {}
-            phases = result.get("phases", {})
-            rows.append(
-                f"| KernelBench {problem.stem} {label} | 1 | {wall:.2f} | "
-                f"{json.dumps(phases)} | exit {finished.returncode} |"
+            phases = {k: round(v, 2) for k, v in result.get("phases", {}).items()}
+            eval_s = result.get("t_eval_total")
+            speedup = result.get("speedup")
+            error = (result.get("error") or "").strip().splitlines()[-1:] or [""]
+            if finished.returncode != 0 and not error[0]:
+                error = finished.stderr.strip().splitlines()[-1:] or [""]
+            table.add(
+                f"| {timed.label} {label} | {wall:.2f} | "
+                f"{f'{eval_s:.2f}' if isinstance(eval_s, float) else '-'} | "
+                f"{json.dumps(phases)} | {result.get('correctness', '-')} | "
+                f"{f'{speedup:.3f}' if isinstance(speedup, float) else '-'} | "
+                f"exit {finished.returncode} {error[0][:200]} |"
             )
-    return rows
+            if finished.returncode != 0:
+                continue
+            if label == "cold":
+                timed.cold_s = wall
+            else:
+                warm.append(wall)
+                if isinstance(eval_s, float):
+                    warm_eval.append(eval_s)
+            timed.warm_s, timed.feedback_s = _median(warm), _median(warm_eval)
+    return timed
+
+
+def _ratio(ours: float | None, theirs: float | None) -> str:
+    return f"{ours / theirs:.3f}" if ours and theirs else "-"
+
+
+def compare(ours: Timed, theirs: Timed) -> list[str]:
+    """Issue 18's ratios for one case: our wall over KernelBench's (targets in brackets)."""
+    return [
+        f"- {ours.label} vs {theirs.label}: warm, ours / KernelBench's process "
+        f"{_ratio(ours.warm_s, theirs.warm_s)} (target <= 0.1), ours / KernelBench's eval "
+        f"{_ratio(ours.warm_s, theirs.feedback_s)} (<= 0.25); feedback / KernelBench's process "
+        f"{_ratio(ours.feedback_s, theirs.warm_s)}; cold, ours / KernelBench's process "
+        f"{_ratio(ours.cold_s, theirs.cold_s)} (<= 0.33)"
+    ]
 
 
 def main() -> int:
@@ -125,6 +216,15 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tasks", action="append", default=[], help="task id (repeatable)")
     parser.add_argument("--suite", help="a suite of tasks/suites.toml")
+    parser.add_argument(
+        "--case",
+        nargs=2,
+        action="append",
+        default=[],
+        type=Path,
+        metavar=("TASK_DIR", "SUBMISSION_DIR"),
+        help="a task folder and a submission folder to judge (repeatable)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument(
@@ -141,49 +241,84 @@ def main() -> int:
         help="spare workers per role (back-to-back judgments outrun one spare's imports)",
     )
     parser.add_argument("--kernelbench-eval", type=Path)
-    parser.add_argument("--kernelbench-case", nargs=2, type=Path, metavar=("PROBLEM", "KERNEL"))
+    parser.add_argument(
+        "--kernelbench-case",
+        nargs=2,
+        action="append",
+        default=[],
+        type=Path,
+        metavar=("PROBLEM", "KERNEL"),
+        help="a KernelBench problem file and ModelNew kernel (repeatable)",
+    )
     args = parser.parse_args()
     task_ids = list(args.tasks)
     if args.suite:
         task_ids += suites.suites()[args.suite]
-    if not task_ids:
-        parser.error("name --tasks or --suite")
-    header = [
+    if not task_ids and not args.case and not args.kernelbench_case:
+        parser.error("name --tasks, --suite, --case or --kernelbench-case")
+    if args.kernelbench_case and not args.kernelbench_eval:
+        parser.error("--kernelbench-case needs --kernelbench-eval (the anchors' kb_eval_one.py)")
+    table = Table(
         f"Judge cost per candidate on {args.device}, {time.strftime('%Y-%m-%d')}, seconds "
         "(medians; phases from the verdicts' `phases_s`)",
-        "",
-        "| judgment | n | wall | " + " | ".join(PHASES + PARTS) + " | verdicts |",
-        "| --- | ---: | ---: | " + " | ".join("---:" for _ in PHASES + PARTS) + " | --- |",
-    ]
-    rows: list[str] = []
-    warm_seconds: list[float] = []
-    for task_id in task_ids:
-        task_rows, seconds = bench_task(
-            task_id,
-            args.device,
-            args.repeats,
-            args.seed,
-            args.time_cap,
-            cold=not args.no_cold,
-            spares=args.spares,
+        args.out,
+    )
+    if task_ids or args.case:
+        table.add(
+            "",
+            "| judgment | n | wall | " + " | ".join(PHASES + PARTS) + " | speedup | verdicts |",
+            "| --- | ---: | ---: | " + " | ".join("---:" for _ in PHASES + PARTS) + " | ---: "
+            "| --- |",
         )
-        rows += task_rows
-        warm_seconds.append(seconds)
-        print("\n".join(task_rows), flush=True)
-    if args.kernelbench_eval and args.kernelbench_case:
-        problem, kernel = args.kernelbench_case
-        rows += bench_kernelbench(args.kernelbench_eval, problem, kernel, args.repeats)
-    per_hour = 3600 / statistics.mean(warm_seconds)
-    footer = [
-        "",
-        f"Warm full protocol, one judgment at a time: {per_hour:.0f} candidates per hour "
-        f"({len(task_ids)} task(s), mean of the per-task medians).",
-    ]
-    text = "\n".join(header + rows + footer)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    options = {
+        "device": args.device,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "time_cap_s": args.time_cap,
+        "cold": not args.no_cold,
+        "spares": args.spares,
+    }
+    suite_timed: list[Timed] = []
+    for task_id in task_ids:
+        task = suites.load_by_id(task_id)
+        suite_timed.append(bench_case(task, task.root / "expert", task_id, table, **options))
+    failed = 0
+    case_timed: list[Timed] = []
+    for task_dir, submission in args.case:
+        label = f"{task_dir.name} + {submission.name}"
+        try:
+            case_timed.append(bench_case(load_task(task_dir), submission, label, table, **options))
+        except GauntletError as err:  # the judge's own failure on a case: say so, go on
+            table.add(f"| {label} | - | judge failed: {type(err).__name__}: {err} |")
+            case_timed.append(Timed(label))
+            failed += 1
+    kb_timed: list[Timed] = []
+    if args.kernelbench_case:
+        table.add(
+            "",
+            "KernelBench's `eval_kernel_against_ref` (one process each; eval = its call alone)",
+            "",
+            "| judgment | process wall | eval | phases | correct | speedup | exit |",
+            "| --- | ---: | ---: | --- | --- | ---: | --- |",
+        )
+        for problem, kernel in args.kernelbench_case:
+            timed = bench_kernelbench(args.kernelbench_eval, problem, kernel, args.repeats, table)
+            kb_timed.append(timed)
+            failed += timed.warm_s is None
+    footer = []
+    for name, group in (("suite tasks' experts", suite_timed), ("cases", case_timed)):
+        warm = [t.warm_s for t in group if t.warm_s]
+        if warm:
+            footer.append(
+                f"Warm full protocol, one judgment at a time, {name}: "
+                f"{3600 / statistics.mean(warm):.0f} candidates per hour "
+                f"({len(warm)} task(s), mean of the per-task medians)."
+            )
+    if case_timed and len(case_timed) == len(kb_timed):
+        for ours, theirs in zip(case_timed, kb_timed, strict=True):
+            footer += compare(ours, theirs)
+    table.add("", *footer)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@
 #   ray      ray.log and scaling.md: the Ray engine on this host's GPUs (tests/engines/
 #            test_ray_gpu.py, then scripts/bench_engines.py on one GPU and on all of them);
 #            needs Ray: carry .ray-kit/ (scripts/ray_kit.py builds it), installed where missing
+#   kb       kb.md and kb.log: issue 18's side by side, KernelBench's own eval and our judge on
+#            the same problem and the same naive kernel (scripts/bench_judge.py --case with
+#            --kernelbench-case), cold and warm; needs .kb-kit/: build it on a machine with the
+#            KernelBench snapshot (`python scripts/kb_kit.py`, 0.35 MiB: KernelBench's src/,
+#            the anchors' scripts and kernels, our imported tasks, cases.tsv) and carry it
+#            (carry [".whl", ".kb-kit"]; STEP_TIMEOUT=520 scripts/gpu_check.sh "$OUT" env kb)
 # and summary.txt (each step and the exit status).
 #
 # Settings (environment):
@@ -38,7 +44,13 @@
 #                        to judge only BENCH_ARGS' --tasks)
 #   BENCH_ARGS=          more scripts/bench_judge.py arguments (e.g. the KernelBench side:
 #                        --kernelbench-eval kb/kb_eval_one.py --kernelbench-case PROBLEM KERNEL)
-#   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench or ray step after this many
+#   KB_PROBLEMS=1        for `kb`: level 1 problems of .kb-kit/cases.tsv, space-separated
+#                        (1: 4096² matmul, 23: softmax 4096×393216, 47: sum reduction); each
+#                        is ours (cold, warm, feedback) then KernelBench's (cold, warm)
+#   KB_REPEATS=3         for `kb`: warm judgments of each side (the median: the first warm one
+#                        of ours may still wait for its spare workers' imports)
+#   KB_ARGS=             more scripts/bench_judge.py arguments for `kb` (e.g. --time-cap 2)
+#   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench, ray or kb step after this many
 #                        seconds (0: never) and go on to the next; what a step printed so far
 #                        is in its log under OUT_DIR (a `timeout` around the whole script
 #                        would lose it: the logs below are written as the step goes)
@@ -143,6 +155,26 @@ for step in "${steps[@]}"; do
                     --engines ray --keep runs/bench-${gpus}gpu --out "$out/scaling.md" >> "$out/ray.log" 2>&1 || status=1
             fi
             tail -n 30 "$out/ray.log"
+            stop_workers ;;
+        kb)
+            # Our side first, then KernelBench's, each row in kb.log as it is measured.
+            if [ ! -f .kb-kit/cases.tsv ]; then
+                echo "kb step: no .kb-kit/cases.tsv: run 'python scripts/kb_kit.py' and carry .kb-kit" \
+                    | tee "$out/kb.log"; status=1; continue
+            fi
+            ours=(); theirs=()
+            for number in ${KB_PROBLEMS:-1}; do
+                # cases.tsv: number, task folder, submission folder, problem file, kernel file
+                line=$(awk -F '\t' -v n="$number" '$1 == n' .kb-kit/cases.tsv)
+                [ -n "$line" ] || { echo "kb step: problem $number is not in .kb-kit/cases.tsv" >> "$out/kb.log"; status=1; continue; }
+                IFS=$'\t' read -r _ task submission problem kernel <<< "$line"
+                ours+=(--case "$task" "$submission"); theirs+=(--kernelbench-case "$problem" "$kernel")
+            done
+            # shellcheck disable=SC2086
+            bounded python3 scripts/bench_judge.py --device cuda:0 --repeats "${KB_REPEATS:-3}" \
+                --out "$out/kb.md" "${ours[@]}" --kernelbench-eval .kb-kit/kb_eval_one.py "${theirs[@]}" \
+                ${KB_ARGS:-} 2>&1 | tee -a "$out/kb.log" | tail -n 30
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         *)
             echo "gpu_check: unknown step '$step'" >&2; status=2 ;;
