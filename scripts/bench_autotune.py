@@ -4,6 +4,7 @@
     python3 scripts/bench_autotune.py --tuned --device-kind cpu
     python3 scripts/bench_autotune.py --tuned --device cuda:0 --others '' \\
         --options calls=4,time_cap=2 --run-dir runs/autotune-gpu --out autotune-gpu.md
+    python3 scripts/bench_autotune.py --tuned --device-kind sim --from-run runs/<make run's id>
 
 Runs `baseline`, `expert` (`--others`) and `autotune[:OPTIONS]` through `gauntlet.start_run`
 (the same path as `gauntlet run`: each agent in its child process, each submission judged by the
@@ -16,6 +17,10 @@ lines sum what the autotune attempts cost, which is what adding the agent adds t
 same tasks (`make run`) before parallelism. `--tuned` keeps only tasks that declare knobs;
 `--device-kind` keeps tasks judged on that kind of device here (`sim`, `cpu`, `cuda`). A
 `--run-dir` that holds a run is resumed: its finished attempts stay, the rest run.
+`--from-run` runs nothing: it reads a finished run (a `make run`, whose agents are these with
+`autotune:calls=5`) and tables its attempts of the chosen tasks, with the run's own commit and
+time span. The header gives the git commit and, for a run it made, the load average (1 minute)
+at its end.
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from gauntlet import devices, suites
+from gauntlet import devices, process, suites
 from gauntlet.runner import RunConfig, resume_run, start_run
-from gauntlet.store import AttemptRecord
+from gauntlet.store import AttemptRecord, RunStore
 
 
 def _tasks(args: argparse.Namespace) -> list[str]:
@@ -67,6 +72,13 @@ def _cell(record: AttemptRecord | None) -> str:
     return shown
 
 
+def _commit() -> str:
+    done = process.run(
+        ["git", "describe", "--always", "--dirty"], timeout_s=10, cwd=Path(__file__).parent
+    )
+    return done.stdout.strip() or "unknown"
+
+
 def _seconds(record: AttemptRecord) -> float:
     return float((record.finished_at - record.started_at).total_seconds())
 
@@ -89,6 +101,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--run-dir", type=Path, default=None, help="default: a temporary one")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
+    parser.add_argument(
+        "--from-run", type=Path, default=None, help="table this finished run; run nothing"
+    )
     args = parser.parse_args()
 
     task_ids = _tasks(args)
@@ -96,8 +111,10 @@ def main() -> int:
         print("no task selected", file=sys.stderr)
         return 2
     autotune = "autotune" + (f":{args.options}" if args.options else "")
-    run_dir = args.run_dir or Path(
-        f"/tmp/bench-autotune-{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}"
+    run_dir = (
+        args.from_run
+        or args.run_dir
+        or Path(f"/tmp/bench-autotune-{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}")
     )
     config = RunConfig(
         pattern=task_ids,
@@ -106,17 +123,38 @@ def main() -> int:
         parallel=args.parallel,
         seed=args.seed,
     )
-    if (run_dir / "run.json").is_file():
-        # A run cut short (a device call's time limit): its finished attempts are kept.
-        records = resume_run(run_dir, parallel=args.parallel).attempts()
+    commit = _commit()
+    if args.from_run is not None:
+        store = RunStore(args.from_run)
+        info = store.info()
+        records = store.attempts()
+        tuned_agents = sorted({r.agent for r in records if r.agent.startswith("autotune")})
+        if len(tuned_agents) != 1:
+            print(f"the run has {len(tuned_agents)} autotune agents", file=sys.stderr)
+            return 2
+        autotune = tuned_agents[0]
+        commit = info.environment.get("git_revision", "unknown")[:12]
+        parallel = info.config.get("parallel", "?")
+        span = (
+            f"{min(r.started_at for r in records):%Y-%m-%d %H:%M}-"
+            f"{max(r.finished_at for r in records):%H:%M} UTC"
+        )
+        load = ""
     else:
-        records = start_run(config, run_dir).attempts()
+        if (run_dir / "run.json").is_file():
+            # A run cut short (a device call's time limit): its finished attempts are kept.
+            records = resume_run(run_dir, parallel=args.parallel).attempts()
+        else:
+            records = start_run(config, run_dir).attempts()
+        parallel = args.parallel
+        span = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+        load = f"load average {os.getloadavg()[0]:.1f} at the end; "
     by = {(r.task_id, r.agent): r for r in records}
     lines = [
         f"Machine: {_cpu()} ({platform.machine()}, {os.cpu_count()} cores), "
         f"{', '.join(d.description for d in devices.list_devices())}; "
-        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; agent `{autotune}`; "
-        f"run {run_dir}, --parallel {args.parallel}.",
+        f"{span}; commit {commit}; {load}"
+        f"agent `{autotune}`; run {run_dir}, --parallel {parallel}.",
         "",
         "| task | baseline | expert | autotune | judge calls | autotune s | improved |",
         "| --- | --- | --- | --- | ---: | ---: | --- |",

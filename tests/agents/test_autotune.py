@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from gauntlet.report.attempts import attempt_view
 from gauntlet.runner import RunConfig, start_run
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import TASKS
+from tests.support.rundirs import RunBuilder
 
 RELU = "accel/npu/relu"
 GEMM = "accel/npu/gemm"  # no knobs
@@ -303,3 +306,25 @@ def test_the_template_point_of_every_shipped_task_renders_byte_for_byte() -> Non
         text = task.path(tuning.template).read_text(encoding="utf-8")
         point = template_point(text, tuning.template, tuning.knobs)
         assert apply(text, tuning.template, point) == text, task.task_id
+
+
+def test_the_bench_script_tables_a_finished_run_without_running_anything(tmp_path: Path) -> None:
+    # `make run`'s run directory is where the accelerator figures of docs/agents.md come from.
+    builder = RunBuilder(tmp_path / "run", device="sim:npu")
+    for agent, speedup in (("baseline", 1.0), ("expert", 5.8), ("autotune:calls=5", 5.85)):
+        builder.add(RELU, agent=agent, speedup=speedup, hidden_speedup=speedup, platform="npu")
+    run = builder.write()
+    script = Path(__file__).parents[2] / "scripts" / "bench_autotune.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--tuned", "--tasks", RELU, "--from-run", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    row = f"| {RELU} | pass 1.000 (hidden 1.000) | pass 5.800 (hidden 5.800) | "
+    assert row + "pass 5.850 (hidden 5.850) | 4 | 60.0 | yes |" in done.stdout
+    assert "agent `autotune:calls=5`" in done.stdout and "2025-01-02 03:04-03:07 UTC" in done.stdout
+    assert "improved on the baseline on 1 of 1 tasks" in done.stdout
+    assert len((run / "attempts.jsonl").read_text().splitlines()) == 3  # nothing new was run
