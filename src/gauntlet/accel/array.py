@@ -44,6 +44,9 @@ ARRAY_STALLS = ("semaphore_wait", "link_contention")
 #: A cycle later than any run reaches.
 _NEVER = 1 << 62
 
+#: Further than any local word.
+_FAR = 1 << 62
+
 #: Cycles a tile may run ahead of the next earliest one before the loop switches tiles: small
 #: against the run, so the shared calendars are booked nearly in time order, and large against
 #: a block, so tiles in lockstep do not switch after every block.
@@ -74,6 +77,8 @@ class Calendar:
     def earliest(self, t: int, length: int) -> int:
         """The first cycle >= t from which the link is free for `length` cycles."""
         starts, ends = self.starts, self.ends
+        if not ends or ends[-1] <= t:
+            return t
         i = bisect.bisect_right(ends, t)
         while i < len(starts) and starts[i] < t + length:
             t = max(t, ends[i])
@@ -85,8 +90,15 @@ class Calendar:
         if length <= 0:
             return
         starts, ends = self.starts, self.ends
-        i = bisect.bisect_left(starts, t)
         end = t + length
+        if not ends or ends[-1] < t:
+            starts.append(t)
+            ends.append(end)
+            return
+        if ends[-1] == t:
+            ends[-1] = end
+            return
+        i = bisect.bisect_left(starts, t)
         if i > 0 and ends[i - 1] == t:
             i -= 1
             t = starts[i]
@@ -195,19 +207,53 @@ class TileMachine(Machine):
 
     def respan(self) -> None:
         """Narrow the span to the transfers still pending."""
-        ranges = [(lo, hi) for t in self.pending for _, lo, hi, _ in t.ranges]
-        self.span[:] = (
-            min((lo for lo, _ in ranges), default=0),
-            max((hi for _, hi in ranges), default=0),
-        )
+        first, last = _FAR, -_FAR
+        for transfer in self.pending:
+            for _, lo, hi, _ in transfer.ranges:
+                if lo < first:
+                    first = lo
+                if hi > last:
+                    last = hi
+        span = self.span
+        if first == _FAR:
+            span[0] = span[1] = 0
+        else:
+            span[0], span[1] = first, last
 
     def wait_dma(self, tag: int | None) -> None:
-        """As `Machine.wait_dma`, then narrow the span."""
-        super().wait_dma(tag)
-        self.respan()
+        """As `Machine.wait_dma`, then narrow the span (in one pass for one tag)."""
+        if tag is None:
+            super().wait_dma(tag)
+            self.respan()
+            return
+        done = self.tag_done[tag]
+        if done > self.t:
+            self.stalls[DMA_WAIT] += done - self.t
+            self.t = done
+        keep: deque[Transfer] = deque()
+        first, last = _FAR, -_FAR
+        for transfer in self.pending:
+            if transfer.tag == tag:
+                transfer.retire()
+                continue
+            keep.append(transfer)
+            for _, lo, hi, _ in transfer.ranges:
+                if lo < first:
+                    first = lo
+                if hi > last:
+                    last = hi
+        self.pending = keep
+        span = self.span
+        if first == _FAR:
+            span[0] = span[1] = 0
+        else:
+            span[0], span[1] = first, last
 
     def slot(self) -> None:
         """Bound this tile's own outstanding transfers: at the limit, wait for the oldest."""
+        # Every pending transfer that is not this tile's own is an incoming send.
+        if len(self.pending) - self.incoming < self.dma_outstanding:
+            return
         own = [t for t in self.pending if t.tag >= 0]
         if len(own) < self.dma_outstanding:
             return
@@ -291,7 +337,8 @@ class TileArray:
             self.tiles.append(machine)
         self.external = Calendar()
         self.shims = [Calendar() for _ in range(self.cols)]
-        self.links: dict[tuple[int, int, str], Calendar] = {}
+        self.mesh_links: dict[tuple[int, int, str], Calendar] = {}
+        self.routes: dict[tuple[int, int], list[Calendar]] = {}
         self.runnable = [True] * len(self.tiles)
         self.woken = False
         """Whether a post woke a tile since the running tile was chosen."""
@@ -324,9 +371,42 @@ class TileArray:
             calendar.reserve(start, length)
         return start
 
+    def book_pair(
+        self, first: Calendar, first_length: int, second: Calendar, length: int, t: int
+    ) -> int:
+        """`book` of two calendars (a DMA's shim and the external memory), without the lists."""
+        while True:
+            start = second.earliest(first.earliest(t, first_length), length)
+            if start == t:
+                break
+            t = start
+        first.reserve(start, first_length)
+        second.reserve(start, length)
+        return start
+
+    def book_links(self, links: list[Calendar], length: int, t: int) -> int:
+        """`book` of calendars all held for the same length (a send's route)."""
+        while True:
+            start = t
+            for calendar in links:
+                start = calendar.earliest(start, length)
+            if start == t:
+                break
+            t = start
+        for calendar in links:
+            calendar.reserve(start, length)
+        return start
+
+    def links(self, source: int, dest: int) -> list[Calendar]:
+        """The calendars of the route from one tile to another (`route`, `mesh`), kept."""
+        links = self.routes.get((source, dest))
+        if links is None:
+            links = self.routes[source, dest] = self.mesh(self.route(source, dest))
+        return links
+
     def mesh(self, path: list[tuple[int, int, str]]) -> list[Calendar]:
         """The calendars of a route's links."""
-        links = self.links
+        links = self.mesh_links
         return [links.get(key) or links.setdefault(key, Calendar()) for key in path]
 
     def wake(self, tile: int) -> None:

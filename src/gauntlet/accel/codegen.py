@@ -124,10 +124,10 @@ class BoundProgram:
         self.wide: frozenset[str] = derived["wide"]
         # Copies left fresh by an earlier program on this machine may be stale by now.
         machine.forget_wide()
-        self.steps: list[Step] = [_Lazy(self, pc, MAX_BLOCK).run for pc in range(size)]
-        self.steps.append(_halt)
-        self.single: list[Step] = [_Lazy(self, pc, 1).run for pc in range(size)]
-        self.single.append(_halt)
+        # Tables of compiled blocks, filled on first use (`_Steps.__missing__`): no object per
+        # instruction is made before it is reached (on an array of tiles, every tile binds).
+        self.steps: dict[int, Step] = _Steps(self, MAX_BLOCK, size)
+        self.single: dict[int, Step] = _Steps(self, 1, size)
         self._lines: dict[CodeType, dict[int, _Line]] = {}
 
     def compile(self, pc: int, limit: int) -> Step:
@@ -136,9 +136,14 @@ class BoundProgram:
         end = pc + 1
         while end < len(instructions) and end - pc < limit and end not in self.starts:
             end += 1
-        block = instructions[pc:end]
-        rounds = limit // len(block) if _repeats(block) else 1
-        compiled = _compiled(self.machine.platform, block, end, self.wide, rounds)
+        # The code depends only on the program, so the tiles of an array share one lookup.
+        known: dict[tuple[int, int], _Compiled] = self.program.derived.setdefault("compiled", {})
+        compiled = known.get((pc, limit))
+        if compiled is None:
+            block = instructions[pc:end]
+            rounds = limit // len(block) if _repeats(block) else 1
+            compiled = _compiled(self.machine.platform, block, end, self.wide, rounds)
+            known[pc, limit] = compiled
         self._lines[compiled.code] = compiled.lines
         consts: list[Any] = []
         for decoded in instructions[pc:end]:
@@ -165,21 +170,24 @@ class BoundProgram:
         return 0
 
 
-class _Lazy:
-    """The first call of a block: compile it, install it and run it."""
+class _Steps(dict[int, Step]):
+    """pc -> the step that runs the block starting there, compiled when first looked up.
 
-    __slots__ = ("bound", "pc", "limit")
+    Past the last instruction is the sentinel step that ends the run.
+    """
 
-    def __init__(self, bound: BoundProgram, pc: int, limit: int) -> None:
+    __slots__ = ("bound", "limit", "size")
+
+    def __init__(self, bound: BoundProgram, limit: int, size: int) -> None:
+        super().__init__()
         self.bound = bound
-        self.pc = pc
         self.limit = limit
+        self.size = size
 
-    def run(self) -> int:
-        step = self.bound.compile(self.pc, self.limit)
-        table = self.bound.steps if self.limit > 1 else self.bound.single
-        table[self.pc] = step
-        return step()
+    def __missing__(self, pc: int) -> Step:
+        step = _halt if pc == self.size else self.bound.compile(pc, self.limit)
+        self[pc] = step
+        return step
 
 
 def _halt() -> int:
@@ -680,8 +688,9 @@ class _Instance:
         self.body.append(f"{start} = {base}[{register}]" + (f" + {offset}" if offset else ""))
         self.body.append(f"{stop} = {start} + {words}")
         self.may_fault = True
+        misaligned = f"{start} % {spec.align} or " if spec.align > 1 else ""
         self.body.append(
-            f"if {start} % {spec.align} or {start} < 0 or {stop} > {spec.words}: "
+            f"if {misaligned}{start} < 0 or {stop} > {spec.words}: "
             f"m.bad_sram({sid}, {start}, {words})"
         )
         return _Address(start, stop, register=(kind.base.name, register))

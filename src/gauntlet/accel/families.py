@@ -35,9 +35,9 @@ F64 = np.float64
 
 
 def _fma(d: np.ndarray, a: np.ndarray, b: Any) -> None:
-    # a * b + d in float64, in place in one temporary: the same values as the expression.
-    total = a.astype(F64)
-    total *= b
+    # a * b + d in float64, in place in one temporary: the same values as the expression (the
+    # product of the operands converted to float64, then the sum, each rounded once).
+    total = np.multiply(a, b, dtype=F64)
     total += d
     d[...] = total
 

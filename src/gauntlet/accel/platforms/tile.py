@@ -161,6 +161,29 @@ def _formula(m: Machine, formula: str, args: tuple[str, ...]) -> Callable[..., i
     return function
 
 
+class _Memo(dict[int, int]):
+    """A one-argument cost formula's values, computed once per argument (`memo[bursts]`)."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function: Callable[..., int]) -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, value: int) -> int:
+        result = self[value] = self.function(value)
+        return result
+
+
+def _memo(m: Machine, formula: str, arg: str) -> _Memo:
+    """`_formula` of one argument, memoized per platform (transfers repeat a few sizes)."""
+    cache: dict[tuple[str, str], _Memo] = m.platform.derived.setdefault("tile_memos", {})
+    memo = cache.get((formula, arg))
+    if memo is None:
+        memo = cache[formula, arg] = _Memo(_formula(m, formula, (arg,)))
+    return memo
+
+
 def _tile(m: Machine) -> TileMachine:
     if not isinstance(m, TileMachine):
         raise TypeError("tile instructions run on the tiles of an array (simulate the program)")
@@ -214,8 +237,8 @@ def _bind_dma(store: bool) -> Callable[[Machine, Decoded], Step]:
         lmem = m.sram["lmem"]
         written = np.frombuffer(lmem.written, dtype=np.uint8)
         unit = m.platform.unit_index("dma")
-        occupancy = _formula(m, d.instruction.cost, ("bursts",))
-        ext = _formula(m, EXT_COST, ("bursts",))
+        occupancy = _memo(m, d.instruction.cost, "bursts")
+        ext = _memo(m, EXT_COST, "bursts")
         latency = _formula(m, d.instruction.latency, ("row",))(tm.row)
         burst = int(m.params["burst_bytes"])
         array = tm.array
@@ -233,7 +256,11 @@ def _bind_dma(store: bool) -> Callable[[Machine, Decoded], Step]:
                 if local < 0 or end > lmem.words:
                     m.bad_sram(lmem.sid, local, end - local)
                 source = strided(lmem.data, local, rows, cols, sstride)
-                if not strided(written, local, rows, cols, sstride).all():
+                if rows == 1 or cols == sstride:
+                    # Contiguous words: the bytearray's own search.
+                    if lmem.written.find(0, local, end) >= 0:
+                        m.uninit_sram(lmem.sid, local, end - local)
+                elif not strided(written, local, rows, cols, sstride).all():
                     m.uninit_sram(lmem.sid, local, end - local)
                 if m.pending:
                     m.check_pending(lmem.sid, local, end, False)
@@ -246,8 +273,8 @@ def _bind_dma(store: bool) -> Callable[[Machine, Decoded], Step]:
                 ranges = ((lmem.sid, local, end, True),)
             bursts = bursts_touched(hbm, rows, cols * region.itemsize, hstride, burst)
             wanted = _start(m, unit, ranges)
-            busy = occupancy(bursts)
-            start = array.book([(shim, busy), (array.external, ext(bursts))], wanted)
+            busy = occupancy[bursts]
+            start = array.book_pair(shim, busy, array.external, ext[bursts], wanted)
             done = _finish(tm, unit, wanted, start, busy) + latency
             if done > m.tag_done[tag]:
                 m.tag_done[tag] = done
@@ -301,8 +328,8 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
     regs = m.regs["r"]
     lmem = m.sram["lmem"]
     unit = m.platform.unit_index("stream")
-    occupancy = _formula(m, d.instruction.cost, ("n",))
-    latency = _formula(m, d.instruction.latency, ("hops",))
+    occupancy = _memo(m, d.instruction.cost, "n")
+    latency = _memo(m, d.instruction.latency, "hops")
     array = tm.array
     nxt = d.pc + 1
 
@@ -321,7 +348,8 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
                 f"{tm.name()}: send into {dest.name()} lmem[{dst}, {dst + n}), outside its "
                 f"{lmem.words}-word local memory",
             )
-        for transfer in dest.pending:
+        # Only incoming sends (tag < 0) conflict, and `incoming` counts them.
+        for transfer in dest.pending if dest.incoming else ():
             for _, lo, hi, _ in transfer.ranges:
                 if transfer.tag < 0 and lo < dst + n and dst < hi:
                     m.fault(
@@ -337,9 +365,9 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
             )
         ranges = ((lmem.sid, src, src + n, False),)
         wanted = _start(m, unit, ranges)
-        busy = occupancy(n)
-        path = array.route(tm.tile, dest.tile)
-        start = array.book([(link, busy) for link in array.mesh(path)], wanted)
+        busy = occupancy[n]
+        links = array.links(tm.tile, dest.tile)
+        start = array.book_links(links, busy, wanted)
         freed = int(dest.released[dst : dst + n].max())
         if start < freed:
             m.fault(
@@ -357,7 +385,7 @@ def _bind_send(m: Machine, d: Decoded) -> Step:
         incoming = Transfer(-1 - sem, end, ((lmem.sid, dst, dst + n, True),), None)
         dest.add_pending(incoming)
         dest.incoming += 1
-        dest.posts[sem].append(Post(end + latency(len(path)), tm.tile, incoming))
+        dest.posts[sem].append(Post(end + latency[len(links)], tm.tile, incoming))
         array.wake(dest.tile)
         m.t += 1
         return nxt
@@ -369,14 +397,14 @@ def _bind_signal(m: Machine, d: Decoded) -> Step:
     tm = _tile(m)
     tile_r, sem = d.operands
     regs = m.regs["r"]
-    latency = _formula(m, d.instruction.latency, ("hops",))
+    latency = _memo(m, d.instruction.latency, "hops")
     array = tm.array
     nxt = d.pc + 1
 
     def step() -> int:
         dest = _receiver(tm, regs[tile_r], "signal")
-        hops = len(array.route(tm.tile, dest.tile))
-        dest.posts[sem].append(Post(m.t + 1 + latency(hops), tm.tile, None))
+        hops = len(array.links(tm.tile, dest.tile))
+        dest.posts[sem].append(Post(m.t + 1 + latency[hops], tm.tile, None))
         array.wake(dest.tile)
         m.t += 1
         return nxt
