@@ -304,11 +304,13 @@ def _probe(
                                stdin_data=request.model_dump_json().encode())  # fmt: skip
         if finished.timed_out:
             return f"the probe ({command}) ran past {wall_s:g} s of wall-clock time"
-        if finished.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-            # The soft limit sends SIGXCPU, the hard one (a few seconds later) SIGKILL.
+        if finished.returncode == -signal.SIGXCPU:
+            # The soft limit's signal, which ends the probe; a SIGKILL (the hard limit, but also
+            # the kernel's OOM killer) is reported as the failure it is, below.
             return f"the probe ({command}) ran past {cpu_limit_s:g} s of CPU time"
         if finished.returncode != 0 or not result_file.is_file():
-            tail = finished.stderr.strip().splitlines()[-1:] or [f"exit {finished.returncode}"]
+            ended = finished.signal_name or f"exit {finished.returncode}"
+            tail = finished.stderr.strip().splitlines()[-1:] or [ended]
             return f"the probe ({command}) failed: {tail[0][:300]}"
         try:
             return result.model_validate_json(result_file.read_bytes()[:RESULT_LIMIT_BYTES])
