@@ -119,11 +119,13 @@ def test_a_ray_worker_killed_mid_attempt_is_retried_and_recorded_once(
     driver = threading.Thread(target=run)
     driver.start()
     wait_for(lambda: starts.exists(), "the agent to start")
-    (agent_process,) = [
+    running = [
         p
-        for p in psutil.process_iter(["cmdline"])
+        for p in psutil.process_iter(["cmdline", "ppid"])
         if str(starts.parent / "agent.sh") in " ".join(p.info["cmdline"] or [])
     ]
+    # The script's shell forks for each `sleep`: a fork not yet exec'd shows the same command.
+    (agent_process,) = [p for p in running if p.info["ppid"] not in {q.pid for q in running}]
     ray_worker = next(p for p in agent_process.parents() if p.name().startswith("ray::"))
     ray_worker.kill()  # SIGKILL: no cleanup of its own
     flag.unlink()  # the orphaned first try ends; the retry finds no flag and ends at once
