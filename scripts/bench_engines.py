@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
 from gauntlet.runner import RunConfig, start_run
 from gauntlet.store import AttemptRecord
 
@@ -63,7 +64,10 @@ def main() -> int:
     parser.add_argument("--device", default=None)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--time-cap", type=float, default=None, help="timing seconds per config (`gauntlet run`)"
+        "--time-cap",
+        type=float,
+        default=DEFAULT_TIME_CAP_S,
+        help="timing seconds per config (`gauntlet run`)",
     )
     parser.add_argument("--keep", type=Path, help="keep the run directories under this folder")
     parser.add_argument("--out", type=Path, help="append the table to this markdown file")
@@ -92,7 +96,7 @@ def main() -> int:
             seed=args.seed,
             engine=engine,
             gpus_per_judgment=args.gpus_per_judgment,
-            **({"time_cap_s": args.time_cap} if args.time_cap else {}),
+            time_cap_s=args.time_cap,
         )
         out = root / engine
         shutil.rmtree(out, ignore_errors=True)

@@ -1175,14 +1175,14 @@ def _compile_references(
         spec = request.timing[name]
         function: Callable[..., Any] = torch.compile(reference, dynamic=False)
         try:
-            base = _make_inputs(request, make, by_name[name], spec.inputs)
-            timing.warm_up(function, base, request.wrt, spec.plan.call_seeds[0])
+            # The inputs live only for the call: the next config's are drawn without them.
+            inputs = _make_inputs(request, make, by_name[name], spec.inputs)
+            timing.warm_up(function, inputs, request.wrt, spec.plan.call_seeds[0])
+            compiled[name] = function
         except Exception as err:  # noqa: BLE001 - a record-only figure; the judgment goes on
             compiled[name] = f"torch.compile of the reference failed: {err}"[:500]
-            continue
         finally:
-            base = {}
-        compiled[name] = function
+            inputs = {}
     return compiled
 
 
