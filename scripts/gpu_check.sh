@@ -97,7 +97,10 @@ for step in "${steps[@]}"; do
             tail -n 3 "$out/env.txt" ;;
         pytest)
             # shellcheck disable=SC2086
-            bounded python3 -m pytest -m gpu --gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} tests 2>&1 \
+            # -v names each test's outcome as it ends: a step stopped by STEP_TIMEOUT still
+            # shows which tests failed and which were left running
+            bounded python3 -m pytest -m gpu --gpu -v -rfE --durations=25 -p no:cacheprovider \
+                ${PYTEST_ARGS:-} tests 2>&1 \
                 | tee "$out/pytest-gpu.log" | tail -n 25
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
         suite)
