@@ -20,7 +20,7 @@ import os
 import resource
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,13 +166,6 @@ class WorkerHandle:
         # A socket, so that large frames can pass sealed memory files (channel.py).
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         result_r, result_w = ours.detach(), theirs.detach()
-        preexec: Callable[[], None] | None = None
-        if memory_limit_bytes:
-
-            def preexec() -> None:
-                limit = memory_limit_bytes
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
         argv = [sys.executable, "-m", module, str(request_r), str(result_w), *args]
         if confined is not None:
             argv = confine.confined_argv(argv, confined)
@@ -182,8 +175,8 @@ class WorkerHandle:
                 env=env,
                 cwd=cwd,
                 pass_fds=(request_r, result_w),
-                preexec=preexec,
                 die_with_parent=die_with_parent,
+                rlimits={resource.RLIMIT_AS: memory_limit_bytes} if memory_limit_bytes else None,
             )
         except OSError:
             for fd in (request_w, result_r):
