@@ -82,7 +82,9 @@ export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 stop_workers() { pkill -f "gauntlet.judge.worker" 2>/dev/null; pkill -f "gauntlet.judge.cuda_build" 2>/dev/null; true; }
 
 # A step's command, stopped after STEP_TIMEOUT seconds (its workers with it).
-bounded() { timeout -k 10 "${STEP_TIMEOUT:-0}" "$@"; }
+# SIGINT first: pytest then prints its summary (failures, durations) and the scripts stop as
+# on Ctrl-C, keeping what they wrote; SIGKILL 30 s later if a step ignores it
+bounded() { timeout -s INT -k 30 "${STEP_TIMEOUT:-0}" "$@"; }
 
 status=0
 for step in "${steps[@]}"; do
