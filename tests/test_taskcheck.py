@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet import suites
+from gauntlet import suites, taskcheck
 from gauntlet.task import load_task
-from gauntlet.taskcheck import DOMAIN_CHECK, CheckResult, domain_reach, reference_checks
+from gauntlet.taskcheck import (
+    DOMAIN_CHECK,
+    CheckResult,
+    degeneracy_gate,
+    domain_reach,
+    reference_checks,
+    references,
+)
 
 FIXTURE = Path(__file__).parent / "support" / "tasks" / "triton2triton" / "scale_add"
 
@@ -47,6 +54,36 @@ def test_an_output_beyond_float16_is_named_with_its_config_and_distribution(
     assert not ok
     assert detail.startswith("H1 (float16) uniform inputs: output 0 reaches 9.9")
     assert "normal" not in detail
+
+
+def test_the_gate_reuses_the_reference_checks_forwards_and_finds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given one `references` pair, the gate runs none of the forwards the checks ran."""
+    shutil.copytree(FIXTURE, tmp_path / "scale_add")
+    task = load_task(tmp_path / "scale_add")
+    made = taskcheck._python_reference
+    calls: list[int] = []
+
+    def counted(task: object) -> tuple[taskcheck.Draw, taskcheck.Reference]:
+        draw, reference = made(task)  # type: ignore[arg-type]
+
+        def counting(inputs: dict[str, object]) -> list[object]:
+            calls.append(1)
+            return reference(inputs)  # type: ignore[return-value]
+
+        return draw, counting  # type: ignore[return-value]
+
+    monkeypatch.setattr(taskcheck, "_python_reference", counted)
+    apart = reference_checks(task), degeneracy_gate(task)
+    separate = len(calls)
+    calls.clear()
+    pair = references(task)
+    together = reference_checks(task, pair), degeneracy_gate(task, pair)
+    assert together == apart
+    # The first distribution's draws and one-input redraws are the checks' own: each visible
+    # config's forward and its two inputs' redraws run once, not twice.
+    assert separate - len(calls) == 3 * len(task.visible_configs)
 
 
 # -- The fixed hidden configs reach the extremes of the hidden domain -----------------------

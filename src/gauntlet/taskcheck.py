@@ -17,6 +17,7 @@ task's trusted reference in this process; the domain check reads only `task.toml
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import math
@@ -76,16 +77,22 @@ def check_task(task: Task, device: str | None = None) -> list[CheckResult]:
         kinds = task.spec.device_kinds()
         skip = CheckResult("device", True, f"skipped: no device here runs {kinds}", skipped=True)
         return [reach, skip]
-    results = [reach, _judged(task, "baseline passes", task.baseline_files(), chosen)]
-    results += reference_checks(task)
+    results = [reach, baseline_passes(task, chosen)]
+    pair = references(task)
+    results += reference_checks(task, pair)
     if task.spec.submission.language != "asm":
-        gate = degeneracy_gate(task)
+        gate = degeneracy_gate(task, pair)
         results.append(CheckResult(DEGENERACY_CHECK, not gate.degenerate, gate.summary()))
     expert = task.expert_files()
     if expert is not None:
         expert_result = _judged(task, "expert passes", expert, chosen)
         results.append(expert_result)
     return results
+
+
+def baseline_passes(task: Task, device: str) -> CheckResult:
+    """The task's baseline judged on `device` on all its configs (visible and hidden)."""
+    return _judged(task, "baseline passes", task.baseline_files(), device)
 
 
 def _judged(task: Task, name: str, files: dict[str, str], device: str) -> CheckResult:
@@ -293,14 +300,27 @@ def _show(value: float) -> str:
     return str(int(value)) if value == int(value) and abs(value) < 1e15 else f"{value:.4g}"
 
 
-def reference_checks(task: Task) -> list[CheckResult]:
+def references(task: Task) -> tuple[Draw, Reference]:
+    """The task's input drawing and reference on this CPU, for the reference checks and the gate.
+
+    The reference's outputs are remembered per distinct inputs (`REMEMBER_BYTES` of them at
+    most): the reference checks and the degeneracy gate draw the same inputs from the same
+    seeds and redraw one input at a time alike, so checks given the same pair run each such
+    forward once (a deep network's check runs one per parameter, config and distribution).
+    """
+    if task.spec.submission.language == "asm":
+        return _asm_reference(task)
+    draw, reference = _python_reference(task)
+    return draw, _remembering(reference)
+
+
+def reference_checks(task: Task, pair: tuple[Draw, Reference] | None = None) -> list[CheckResult]:
     """The checks on the task's own reference and inputs, on this machine's CPU.
 
-    No submission and no device: they run whatever devices the task declares.
+    No submission and no device: they run whatever devices the task declares. `pair`: the
+    task's `references`, shared with the degeneracy gate.
     """
-    draw, reference = (
-        _asm_reference(task) if task.spec.submission.language == "asm" else _python_reference(task)
-    )
+    draw, reference = pair or references(task)
     results: list[CheckResult] = []
     problems: dict[str, list[str]] = {"constant": [], "zero": [], "insensitive": [], "trivial": []}
     for config in task.visible_configs:
@@ -342,9 +362,14 @@ def reference_checks(task: Task) -> list[CheckResult]:
     return results
 
 
-def degeneracy_gate(task: Task) -> degeneracy.GateResult:
-    """The degeneracy gate on a Python task's visible configs, every distribution, this CPU."""
-    draw, reference = _python_reference(task)
+def degeneracy_gate(
+    task: Task, pair: tuple[Draw, Reference] | None = None
+) -> degeneracy.GateResult:
+    """The degeneracy gate on a Python task's visible configs, every distribution, this CPU.
+
+    `pair`: the task's `references`, shared with the reference checks.
+    """
+    draw, reference = pair or references(task)
     return degeneracy.gate(
         task, draw, reference, lambda c: derive_seed(CHECK_SEED, task.task_id, c.name)
     )
@@ -453,6 +478,39 @@ def _python_reference(task: Task) -> tuple[Draw, Reference]:
         return [_numpy(o) for o in (out if isinstance(out, tuple | list) else (out,))]
 
     return draw, reference
+
+
+#: Output bytes `references` remembers per task, beyond which outputs are computed again: the
+#: forwards worth sharing are deep networks' (small outputs, many inputs to redraw).
+REMEMBER_BYTES = 256 << 20
+
+
+def _remembering(reference: Reference) -> Reference:
+    """`reference`, its outputs kept per distinct inputs (their names, types and bytes)."""
+    kept: dict[bytes, list[np.ndarray]] = {}
+    held = 0
+
+    def remembered(inputs: dict[str, Any]) -> list[np.ndarray]:
+        nonlocal held
+        digest = hashlib.blake2b(digest_size=20)
+        for name, value in inputs.items():
+            digest.update(name.encode())
+            if isinstance(value, np.ndarray):
+                digest.update(f"{value.dtype.str}{value.shape}".encode())
+                digest.update(np.ascontiguousarray(value).data)
+            else:
+                digest.update(repr(value).encode())
+        key = digest.digest()
+        if key in kept:
+            return kept[key]
+        outputs = reference(inputs)
+        size = sum(o.nbytes for o in outputs)
+        if held + size <= REMEMBER_BYTES:
+            kept[key] = outputs
+            held += size
+        return outputs
+
+    return remembered
 
 
 def _asm_reference(task: Task) -> tuple[Draw, Reference]:

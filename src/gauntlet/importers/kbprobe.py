@@ -639,13 +639,14 @@ def _analyze(request: AnalyzeRequest) -> Analysis:
 def check(request: CheckRequest) -> CheckReport:
     """The generated task's reference checks and degeneracy gate, as `tasks check` runs them."""
     from gauntlet.task import load_task
-    from gauntlet.taskcheck import degeneracy_gate, domain_reach, reference_checks
+    from gauntlet.taskcheck import degeneracy_gate, domain_reach, reference_checks, references
 
     torch.set_num_threads(1)
     task = load_task(Path(request.task_dir))
-    results = [domain_reach(task), *reference_checks(task)]
+    pair = references(task)  # the gate reuses the reference checks' forwards
+    results = [domain_reach(task), *reference_checks(task, pair)]
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
-    gate = degeneracy_gate(task)
+    gate = degeneracy_gate(task, pair)
     measured = len(gate.configs) * len(task.spec.inputs.distributions)
     return CheckReport(failed_checks=failed, findings=gate.findings, measured=measured)
 
