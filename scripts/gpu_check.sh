@@ -21,6 +21,16 @@
 #            KernelBench snapshot (`python scripts/kb_kit.py`, 0.35 MiB: KernelBench's src/,
 #            the anchors' scripts and kernels, our imported tasks, cases.tsv) and carry it
 #            (carry [".whl", ".kb-kit"]; STEP_TIMEOUT=520 scripts/gpu_check.sh "$OUT" env kb)
+#   kbimport kbimport.log and kbimport/ (problems.jsonl, started.jsonl, runs.jsonl,
+#            coverage.{json,md}): issue 21's KernelBench import coverage of levels 1-3 on this
+#            machine's CPUs, each written task's baseline judged on `cpu`
+#            (scripts/kb_import_coverage.py --baseline); needs .kb-kit/ (its kb/KernelBench/);
+#            resumable: put a call's kbimport/*.jsonl under .kb-kit/kbimport/<n>/ and the next
+#            call skips those problems (docs/importers.md)
+#   kbcompat kbcompat.log and kbcompat/kb_compat.{json,md}: issue 21's KernelBench ModelNew
+#            files judged through the compatibility contract beside KernelBench's eval
+#            (scripts/kb_compat_evidence.py on .kb-kit/compat/tasks); resumable: put a call's
+#            kb_compat.json under .kb-kit/kbcompat/<n>/
 # and summary.txt (each step and the exit status).
 #
 # Settings (environment):
@@ -50,6 +60,10 @@
 #   KB_REPEATS=3         for `kb`: warm judgments of each side (the median: the first warm one
 #                        of ours may still wait for its spare workers' imports)
 #   KB_ARGS=             more scripts/bench_judge.py arguments for `kb` (e.g. --time-cap 2)
+#   KBIMPORT_LEVELS=1,2,3  for `kbimport`: the levels (KBIMPORT_ARGS: more arguments, e.g.
+#                        --ids 1,2 or --max-mb 16 --max-gflop 0.5, the defaults)
+#   KBIMPORT_JOBS=14     for `kbimport`: problems imported at once (each probe one CPU thread)
+#   KBCOMPAT_ARGS=       for `kbcompat`: more scripts/kb_compat_evidence.py arguments (--cases)
 #   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench, ray or kb step after this many
 #                        seconds (0: never) and go on to the next; what a step printed so far
 #                        is in its log under OUT_DIR (a `timeout` around the whole script
@@ -179,6 +193,39 @@ for step in "${steps[@]}"; do
             bounded python3 scripts/bench_judge.py --device cuda:0 --repeats "${KB_REPEATS:-3}" \
                 --out "$out/kb.md" "${ours[@]}" --kernelbench-eval .kb-kit/kb_eval_one.py "${theirs[@]}" \
                 ${KB_ARGS:-} 2>&1 | tee -a "$out/kb.log" | tail -n 30
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
+        kbimport)
+            if [ ! -d .kb-kit/kb/KernelBench/level3 ]; then
+                echo "kbimport step: no .kb-kit/kb/KernelBench/: run 'python scripts/kb_kit.py' and carry .kb-kit" \
+                    | tee "$out/kbimport.log"; status=1; continue
+            fi
+            merged=()  # earlier calls' records, brought back by hand
+            for folder in .kb-kit/kbimport/*/; do [ -d "$folder" ] && merged+=("$folder"); done
+            # No problem starts in the step's last 90 s: it would be cut off (it would go first
+            # in the next call, as every problem started and unfinished does).
+            stop=0; [ "${STEP_TIMEOUT:-0}" -gt 90 ] && stop=$((STEP_TIMEOUT - 90))
+            # shellcheck disable=SC2086
+            bounded python3 scripts/kb_import_coverage.py --kernelbench .kb-kit/kb \
+                --kernelbench-commit "$(cat .kb-kit/kb/COMMIT)" --out "$out/kbimport" \
+                --tasks-dir /tmp/gauntlet-kbimport-tasks --levels "${KBIMPORT_LEVELS:-1,2,3}" \
+                --jobs "${KBIMPORT_JOBS:-14}" --baseline --stop-after-s "$stop" \
+                ${merged[@]:+--merge "${merged[@]}"} ${KBIMPORT_ARGS:-} 2>&1 \
+                | tee "$out/kbimport.log" | tail -n 40
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
+        kbcompat)
+            if [ ! -d .kb-kit/compat/tasks ]; then
+                echo "kbcompat step: no .kb-kit/compat/tasks: run 'python scripts/kb_kit.py' and carry .kb-kit" \
+                    | tee "$out/kbcompat.log"; status=1; continue
+            fi
+            merged=()
+            for file in .kb-kit/kbcompat/*/kb_compat.json; do [ -f "$file" ] && merged+=("$file"); done
+            # shellcheck disable=SC2086
+            bounded python3 scripts/kb_compat_evidence.py --kernelbench .kb-kit/kb --device cuda:0 \
+                --tasks .kb-kit/compat/tasks --work /tmp/gauntlet-kbcompat --out "$out/kbcompat" \
+                --kernelbench-eval .kb-kit/kb_eval_one.py ${merged[@]:+--merge "${merged[@]}"} \
+                ${KBCOMPAT_ARGS:-} 2>&1 | tee "$out/kbcompat.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         *)
