@@ -3,6 +3,10 @@
     python3 scripts/kb_compat_evidence.py --kernelbench kb --device cuda:0 --out kb-compat \\
         --kernelbench-eval ../shared/anchors/kb_eval_one.py
 
+On a GPU machine it runs as `scripts/gpu_check.sh OUT kbcompat` from `.kb-kit/` (the task
+folders imported there on a CPU by `scripts/kb_kit.py`, KernelBench's source and problems,
+the anchors' `kb_eval_one.py`).
+
 For each case of `CASES` (a dozen level 1-2 problems: elementwise activations, and linear layers
 with fused epilogues, so the contract's weights are exercised), this script writes a
 KernelBench-format `ModelNew` file (`load_inline` CUDA at module level, this project's own naive
@@ -13,8 +17,11 @@ KernelBench's own evaluation of the same problem and file (`--kernelbench-eval`:
 `kb_eval_one.py PROBLEM KERNEL BUILD_DIR OUT_JSON` interface; fp32 at KernelBench's shipped
 sizes, 5 correctness and 100 timed trials). The import runs the problems' float64 references
 on the host: `--import-only` does it on a CPU machine, and a later run on the GPU reuses the
-task folders it finds under OUT/tasks. Writes `OUT/kb_compat.json` (one record per case,
-written as each finishes; a rerun skips cases already recorded) and `OUT/kb_compat.md`.
+task folders it finds under `--tasks` (default OUT/tasks). Writes `OUT/kb_compat.json` (one
+record per case, rewritten as each finishes, with the records of `--merge` files first: a
+rerun skips the cases they hold, so a run stopped by a time limit goes on in the next call
+with its last kb_compat.json) and `OUT/kb_compat.md`; the kernels and KernelBench's build
+folder go under `--work` (default OUT).
 
 The sizes differ: KernelBench times its shipped constants in float32; our verdict's speedup is
 the geometric mean over the judged configs (C1 at the cap, odd sizes and half dtypes), so the
@@ -361,18 +368,27 @@ def main() -> int:
     parser.add_argument("--max-mb", type=float, default=256, help="cap on C1's compulsory MiB")
     parser.add_argument("--max-gflop", type=float, default=5, help="cap on C1's GFLOP")
     parser.add_argument("--import-only", action="store_true", help="import, judge nothing")
+    parser.add_argument("--tasks", type=Path, help="the task folders (default: OUT/tasks)")
+    parser.add_argument("--work", type=Path, help="kernels and builds (default: OUT)")
+    parser.add_argument(
+        "--merge", type=Path, nargs="*", default=[],
+        help="earlier runs' kb_compat.json, read first; their cases are done",
+    )  # fmt: skip
     args = parser.parse_args()
     chosen = set(args.cases.split(",")) if args.cases else None
     cases = [c for c in CASES if chosen is None or c.key in chosen]
     args.out.mkdir(parents=True, exist_ok=True)
-    kernels = args.out / "kernels"
-    kernels.mkdir(exist_ok=True)
+    work: Path = args.work or args.out
+    kernels = work / "kernels"
+    kernels.mkdir(parents=True, exist_ok=True)
     record_file = args.out / "kb_compat.json"
-    records: dict[str, dict[str, Any]] = (
-        json.loads(record_file.read_text()) if record_file.is_file() else {}
-    )
+    records: dict[str, dict[str, Any]] = {}
+    for earlier in [*args.merge, record_file]:
+        if earlier.is_file():
+            records.update(json.loads(earlier.read_text()))
     todo = [c for c in cases if c.key not in records]
-    folders = _import(args.kernelbench, args.out / "tasks", todo, args.max_mb, args.max_gflop)
+    tasks: Path = args.tasks or args.out / "tasks"
+    folders = _import(args.kernelbench, tasks, todo, args.max_mb, args.max_gflop)
     if args.import_only:
         print(json.dumps(folders, indent=1))
         return 0
@@ -386,11 +402,13 @@ def main() -> int:
                                    args.time_cap)  # fmt: skip
         if args.kernelbench_eval is not None:
             record["kernelbench"] = _kernelbench(
-                args.kernelbench_eval, problem, kernel, args.out / "kb-build"
+                args.kernelbench_eval, problem, kernel, work / "kb-build"
             )
         records[case.key] = record
         record_file.write_text(json.dumps(records, indent=1))
+        (args.out / "kb_compat.md").write_text(_table(records), encoding="utf-8")
         print(case.key, json.dumps(record)[:600], flush=True)
+    record_file.write_text(json.dumps(records, indent=1))  # the merged records, if none ran
     (args.out / "kb_compat.md").write_text(_table(records), encoding="utf-8")
     print(_table(records))
     return 0

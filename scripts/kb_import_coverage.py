@@ -6,24 +6,37 @@
 Imports the problems with `gauntlet.importers.kernelbench` (the same code as `gauntlet import
 kernelbench`, torch2triton track), one problem per worker thread, each probe in its child
 process with its limit of CPU seconds (`--probe-cpu-s`). Every problem's outcome is appended to
-`OUT/problems.jsonl` as it ends, with its wall seconds and the load average, so a run stopped
-early still counts what it did; a rerun skips the problems already there (`--fresh` starts
-over). `--summary` (also done at the end of a run) writes `OUT/coverage.json` and
-`OUT/coverage.md`: per level imported, rewritten and refused, the refusals by class
-(`REFUSAL_CLASSES`), and the code's commit, the KernelBench commit, the machine and the dates.
+`OUT/problems.jsonl` as it ends, with its wall seconds, the load average, the code's commit and
+a digest of its source (`src`: the same code on a machine without `.git`), and its start to
+`OUT/started.jsonl`, so a run stopped early still counts what it did and names what it left
+unfinished. `--baseline` also judges each written task's baseline on the `cpu` device on all
+its configs (`gauntlet.taskcheck.baseline_passes`, as `gauntlet tasks check` does).
+
+A rerun skips the problems already in OUT (`--fresh` starts over) or in the `--merge` folders
+(earlier runs, e.g. an earlier call's OUT brought back from another machine): problems an
+earlier run started and never finished go first, then level 3 before 2 before 1, so the long
+ones have a call's whole time. `--stop-after-s` starts no problem after that many seconds.
+`OUT/coverage.json` and `OUT/coverage.md` are rewritten after every problem (and by
+`--summary`, which runs nothing): per level imported, rewritten, refused and unfinished, the
+refusals by class (`REFUSAL_CLASSES`), the baselines judged, the problems an answer that does
+no work passes under KernelBench's own setup and what became of them, and the code, the
+KernelBench commit, the machine and the dates.
 
 Run it niced on a shared host (`nice -n 10`): the probes' float64 work is what takes the time.
+On a GPU machine's CPUs it is `scripts/gpu_check.sh OUT kbimport` (docs/importers.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -33,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.importers.kernelbench import ImportOptions, import_problem, problem_files
+from gauntlet.importers.report import ProblemReport
 
 #: How a refusal's reason is classed, first match wins: (class, pattern, whose fault).
 #: "host": the machine or the run's caps, not the problem; "problem": the problem as published.
@@ -67,6 +81,22 @@ def _git(folder: Path, *args: str) -> str:
     return found.stdout.strip()
 
 
+#: What an answer that does no work looks like in a source finding (`degeneracy.measure`'s
+#: details under KernelBench's own setup): the kind, first match wins.
+TRIVIAL_ANSWERS: tuple[tuple[str, str], ...] = (
+    ("zeros", r"zeros as the output passes"),
+    ("identity", r"input '[^']*' as the output passes"),
+    ("constant", r"constant as the output passes"),
+    ("insensitive", r"redrawing every input moves it"),
+)
+
+
+def trivial_answers(findings: Sequence[str]) -> list[str]:
+    """The kinds of answers that do no work and pass, named in a problem's source findings."""
+    return sorted({kind for text in findings for kind, pattern in TRIVIAL_ANSWERS
+                   if re.search(pattern, text)})  # fmt: skip
+
+
 def code_commit() -> str:
     """The commit of the gauntlet package that runs ('-dirty' when its src/ differs)."""
     import gauntlet
@@ -77,6 +107,21 @@ def code_commit() -> str:
     root = Path(gauntlet.__file__).resolve().parents[2]
     commit = _git(root, "rev-parse", "--short=9", "HEAD")
     return commit + ("-dirty" if _git(root, "status", "--porcelain", "src") else "")
+
+
+def source_digest() -> str:
+    """A digest of the gauntlet package's Python files: the code that ran, with or without .git.
+
+    A copy of the working tree on another machine (no .git, no commit) gives the same digest
+    as the tree it was copied from.
+    """
+    import gauntlet
+
+    package = Path(gauntlet.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def machine() -> dict[str, Any]:
@@ -97,58 +142,99 @@ def machine() -> dict[str, Any]:
             "kernel": platform.release()}  # fmt: skip
 
 
+def _baseline(tasks: Path, report: ProblemReport, id_prefix: str) -> dict[str, Any]:
+    """The written task's baseline judged on `cpu`, all configs: passed, how many, why not."""
+    from gauntlet.task import load_task
+    from gauntlet.taskcheck import baseline_passes
+
+    assert report.task_id is not None
+    started = time.monotonic()
+    task = load_task(tasks / report.task_id.removeprefix(f"{id_prefix}/"))
+    checked = baseline_passes(task, "cpu")
+    return {"passed": checked.ok, "detail": checked.detail[:400],
+            "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+
+
+def queue(
+    files: Sequence[tuple[int, Path]], done: set[str], unfinished: set[str]
+) -> list[tuple[int, Path]]:
+    """The problems still to import, in order: those started before and never finished first
+    (the longest), then level 3, 2, 1 (deep networks take the longest), each by number."""
+
+    def key(item: tuple[int, Path]) -> tuple[bool, int, int]:
+        name = f"level{item[0]}/{item[1].name}"
+        return name not in unfinished, -item[0], _num(name)
+
+    return sorted((f for f in files if f"level{f[0]}/{f[1].name}" not in done), key=key)
+
+
 def run(args: argparse.Namespace) -> None:
-    """Import every problem not yet in OUT/problems.jsonl, appending each as it ends."""
+    """Import every problem not yet in OUT or the merged folders, recording each as it ends."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "problems.jsonl"
-    if args.fresh and log.exists():
-        log.unlink()
-    done = (
-        {json.loads(line)["problem"] for line in log.read_text().splitlines()}
-        if log.exists()
-        else set()
-    )
+    log, starts = out / "problems.jsonl", out / "started.jsonl"
+    if args.fresh:
+        for stale in (log, starts):
+            stale.unlink(missing_ok=True)
+    folders = [*args.merge, out]
+    done = {r["problem"] for r in _lines(folders, "problems.jsonl")}
+    unfinished = {r["problem"] for r in _lines(folders, "started.jsonl")} - done
     options = ImportOptions(
         levels=args.levels, ids=args.ids, track="torch2triton", id_prefix="kb",
         max_bytes=int(args.max_mb * 2**20), max_flops=args.max_gflop * 1e9,
         cpu_limit_s=args.probe_cpu_s, jobs=args.jobs,
     )  # fmt: skip
-    files = [
-        (level, path)
-        for level, path in problem_files(args.kernelbench, options.levels, options.ids)
-        if f"level{level}/{path.name}" not in done
-    ]
-    commit = code_commit()
-    tasks = out / "tasks"
+    files = queue(problem_files(args.kernelbench, options.levels, options.ids), done, unfinished)
+    commit, src = code_commit(), source_digest()
+    tasks: Path = args.tasks_dir or out / "tasks"
+    started_at = time.monotonic()
+    writing = threading.Lock()
+
+    def append(path: Path, record: dict[str, Any]) -> None:
+        with writing, path.open("a", encoding="utf-8") as stream:
+            stream.write(json.dumps(record) + "\n")
 
     def one(item: tuple[int, Path]) -> None:
+        if args.stop_after_s and time.monotonic() - started_at > args.stop_after_s:
+            return
+        problem = f"level{item[0]}/{item[1].name}"
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        append(starts, {"problem": problem, "level": item[0], "started": now, "src": src})
         started = time.monotonic()
         report = import_problem(item[0], item[1], tasks, options)
+        seconds = round(time.monotonic() - started, 1)  # the import's, the baseline's apart
+        baseline = (
+            {"baseline": _baseline(tasks, report, options.id_prefix)}
+            if args.baseline and report.task_id is not None
+            else {}
+        )
         record = {
             **report.model_dump(mode="json"),
             "level": item[0],
-            "seconds": round(time.monotonic() - started, 1),
+            "seconds": seconds,
             "ended": datetime.now(UTC).isoformat(timespec="seconds"),
             "load": [round(v, 2) for v in os.getloadavg()],
             "commit": commit,
+            "src": src,
+            **baseline,
         }
-        with log.open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps(record) + "\n")
+        append(log, record)
+        with writing:
+            summarize(out, args.merge)
         print(f"{record['problem']}: {report.outcome} in {record['seconds']} s "
               f"{report.reason or ''}"[:300], flush=True)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(one, files))
-    run_info = out / "runs.jsonl"
-    with run_info.open("a", encoding="utf-8") as stream:
-        stream.write(json.dumps({
-            "commit": commit, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
-            "levels": args.levels, "ids": args.ids, "max_mb": args.max_mb,
-            "max_gflop": args.max_gflop, "jobs": args.jobs, "probe_cpu_s": args.probe_cpu_s,
-            "kernelbench": _git(args.kernelbench, "rev-parse", "--short=7", "HEAD")
-            or args.kernelbench_commit, "machine": machine(), "problems": len(files),
-        }) + "\n")  # fmt: skip
+    append(out / "runs.jsonl", {
+        "commit": commit, "src": src, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
+        "levels": args.levels, "ids": args.ids, "max_mb": args.max_mb,
+        "max_gflop": args.max_gflop, "jobs": args.jobs, "probe_cpu_s": args.probe_cpu_s,
+        "kernelbench": args.kernelbench_commit[:7]
+        or _git(args.kernelbench, "rev-parse", "--short=7", "HEAD"),
+        "machine": machine(), "problems": len(files),
+        "seconds": round(time.monotonic() - started_at, 1),
+    })  # fmt: skip
 
 
 def _lines(folders: Sequence[Path], name: str) -> list[dict[str, Any]]:
@@ -157,6 +243,7 @@ def _lines(folders: Sequence[Path], name: str) -> list[dict[str, Any]]:
         for folder in folders
         if (folder / name).exists()
         for line in (folder / name).read_text().splitlines()
+        if line.strip()
     ]
 
 
@@ -164,60 +251,114 @@ def summarize(out: Path, merged: Sequence[Path] = ()) -> dict[str, Any]:
     """The per-level counts of OUT/problems.jsonl (a problem's last record counts).
 
     `merged`: other runs' folders read first, in order, so OUT's records (and a later folder's)
-    replace theirs: a rerun of some problems at a later commit.
+    replace theirs: a rerun of some problems at a later commit. A problem started (in any of
+    them) and never recorded counts as unfinished.
     """
+    folders = [*merged, out]
     records: dict[str, dict[str, Any]] = {}
-    for record in _lines([*merged, out], "problems.jsonl"):
+    for record in _lines(folders, "problems.jsonl"):
         records[record["problem"]] = record
+    unfinished: dict[str, dict[str, Any]] = {}
+    for start in _lines(folders, "started.jsonl"):
+        if start["problem"] not in records:
+            unfinished[start["problem"]] = start
     levels: dict[int, dict[str, Any]] = defaultdict(
-        lambda: {"problems": 0, "imported": 0, "rewritten": 0, "refused": 0,
-                 "refusals": Counter(), "refused_ids": defaultdict(list), "seconds": 0.0}
+        lambda: {"problems": 0, "imported": 0, "rewritten": 0, "refused": 0, "unfinished": [],
+                 "refusals": Counter(), "refused_ids": defaultdict(list), "seconds": 0.0,
+                 "baselines": {"judged": 0, "passed": 0, "failed": []},
+                 "trivial": {"problems": [], "outcomes": Counter()}}
     )  # fmt: skip
     for record in records.values():
         level = levels[record["level"]]
+        number = _num(record["problem"])
         level["problems"] += 1
         level[record["outcome"]] += 1
         level["seconds"] += record["seconds"]
         if record["outcome"] == "refused":
             name, _ = refusal_class(record["reason"] or "")
             level["refusals"][name] += 1
-            level["refused_ids"][name].append(int(record["problem"].split("/")[1].split("_")[0]))
-    runs = _lines([*merged, out], "runs.jsonl")
+            level["refused_ids"][name].append(number)
+        baseline = record.get("baseline")
+        if baseline is not None:
+            level["baselines"]["judged"] += 1
+            level["baselines"]["passed"] += baseline["passed"]
+            if not baseline["passed"]:
+                level["baselines"]["failed"].append(number)
+        kinds = trivial_answers(record.get("source_findings", []))
+        if kinds:
+            level["trivial"]["problems"].append([number, kinds, record["outcome"]])
+            level["trivial"]["outcomes"][record["outcome"]] += 1
+    for start in unfinished.values():
+        levels[start["level"]]["unfinished"].append(_num(start["problem"]))
+    if not records and not unfinished:
+        return {}
+    ended = [r["ended"] for r in records.values()] or ["-"]
     summary = {
         "commits": sorted({r["commit"] for r in records.values()}),
-        "first_ended": min(r["ended"] for r in records.values()),
-        "last_ended": max(r["ended"] for r in records.values()),
-        "runs": runs,
+        "sources": sorted({r.get("src", "?") for r in records.values()}),
+        "first_ended": min(ended),
+        "last_ended": max(ended),
+        "runs": _lines(folders, "runs.jsonl"),
         "levels": {
             str(k): {**v, "refusals": dict(v["refusals"]),
                      "refused_ids": {c: sorted(i) for c, i in v["refused_ids"].items()},
-                     "rate": round((v["imported"] + v["rewritten"]) / v["problems"], 3)}
+                     "unfinished": sorted(v["unfinished"]),
+                     "trivial": {"problems": sorted(v["trivial"]["problems"]),
+                                 "outcomes": dict(v["trivial"]["outcomes"])},
+                     "rate": round((v["imported"] + v["rewritten"])
+                                   / max(1, v["problems"] + len(v["unfinished"])), 3)}
             for k, v in sorted(levels.items())
         },
     }  # fmt: skip
     (out / "coverage.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    columns = ("level", "problems", "imported", "rewritten", "refused", "imported or rewritten",
-               "refusals")  # fmt: skip
+    (out / "coverage.md").write_text(_markdown(summary, records), encoding="utf-8")
+    return summary
+
+
+def _markdown(summary: dict[str, Any], records: dict[str, dict[str, Any]]) -> str:
+    """coverage.md: the per-level table, then each refusal, baseline and trivial answer."""
+    columns = ("level", "problems", "imported", "rewritten", "refused", "unfinished",
+               "imported or rewritten", "refusals", "baselines pass on cpu")  # fmt: skip
     rows = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    trivial = []
     for level, v in summary["levels"].items():
         classes = "; ".join(
             f"{c} {n} ({', '.join(map(str, v['refused_ids'][c]))})"
             for c, n in v["refusals"].items()
         )
-        rows.append(f"| {level} | {v['problems']} | {v['imported']} | {v['rewritten']} | "
-                    f"{v['refused']} | {v['rate']:.0%} | {classes} |")  # fmt: skip
+        b = v["baselines"]
+        failed = f" (failed: {', '.join(map(str, b['failed']))})" if b["failed"] else ""
+        baselines = f"{b['passed']} of {b['judged']}{failed}"
+        rows.append(f"| {level} | {v['problems'] + len(v['unfinished'])} | {v['imported']} | "
+                    f"{v['rewritten']} | {v['refused']} | {len(v['unfinished'])} | "
+                    f"{v['rate']:.0%} | {classes} | {baselines} |")  # fmt: skip
+        if v["trivial"]["problems"]:
+            shown = ", ".join(f"{n} ({'/'.join(k)}: {o})" for n, k, o in v["trivial"]["problems"])
+            trivial.append(f"- level {level}, {len(v['trivial']['problems'])} problems: {shown}")
     refused = [
         f"- {r['problem']} ({refusal_class(r['reason'])[0]}): {r['reason']}"
         for r in sorted(records.values(), key=lambda r: (r["level"], _num(r["problem"])))
         if r["outcome"] == "refused"
     ]
-    text = "\n".join([
-        f"code {', '.join(summary['commits'])}; "
+    unfinished = [
+        f"- level {level}: {', '.join(map(str, v['unfinished']))}"
+        for level, v in summary["levels"].items()
+        if v["unfinished"]
+    ]
+    sources = summary["sources"]
+    same = "one source tree" if len(sources) == 1 else f"**{len(sources)} source trees**"
+    if "?" in sources:
+        same = "records without a source digest: see the commits"
+    return "\n".join([
+        f"code {', '.join(summary['commits'])} (src {', '.join(sources)}: {same}); "
         f"{summary['first_ended']} to {summary['last_ended']}",
-        "", *rows, "", "Refused:", *refused, "",
+        "", *rows, "",
+        "Answers that do no work and pass under KernelBench's own setup (U[0, 1) inputs, "
+        "weights of seed 42, atol = rtol = 1e-4), and the outcome here:",
+        *(trivial or ["- none"]), "",
+        "Started and never finished (stopped with their run):", *(unfinished or ["- none"]), "",
+        "Refused:", *refused, "",
     ])  # fmt: skip
-    (out / "coverage.md").write_text(text, encoding="utf-8")
-    return summary
 
 
 def _num(problem: str) -> int:
@@ -230,6 +371,7 @@ def main() -> int:
     parser.add_argument("--kernelbench", type=Path, help="A KernelBench checkout.")
     parser.add_argument("--kernelbench-commit", default="", help="Its commit, if not a git tree.")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--tasks-dir", type=Path, help="Where tasks go (default: OUT/tasks).")
     parser.add_argument(
         "--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3]
     )
@@ -240,7 +382,13 @@ def main() -> int:
     parser.add_argument(
         "--probe-cpu-s", type=float, default=600, help="CPU seconds a probe may use."
     )
-    parser.add_argument("--fresh", action="store_true", help="Forget OUT/problems.jsonl.")
+    parser.add_argument(
+        "--baseline", action="store_true", help="Judge each written task's baseline on cpu."
+    )
+    parser.add_argument(
+        "--stop-after-s", type=float, default=0, help="Start no problem after this (0: never)."
+    )
+    parser.add_argument("--fresh", action="store_true", help="Forget OUT's records.")
     parser.add_argument("--summary", action="store_true", help="Only summarize OUT.")
     parser.add_argument(
         "--merge", type=Path, nargs="*", default=[], help="Earlier runs' OUT folders, read first."
@@ -251,7 +399,8 @@ def main() -> int:
             parser.error("--kernelbench is required to run")
         run(args)
     summary = summarize(args.out, args.merge)
-    print((args.out / "coverage.md").read_text())
+    if summary:
+        print((args.out / "coverage.md").read_text())
     return 0 if summary else 1
 
 

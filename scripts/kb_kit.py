@@ -1,19 +1,25 @@
-"""Build `.kb-kit/`: KernelBench's eval and our judge on the same problems and kernels, for a GPU.
+"""Build `.kb-kit/`: KernelBench's eval, its problems and our tasks, for a GPU machine.
 
     python scripts/kb_kit.py [--kernelbench GIT_DIR_OR_CHECKOUT] [--anchors ../shared/anchors] \\
-        [--problems 1,23,47] [--max-mb 64] [--max-gflop 20] [--fresh] [--out .kb-kit]
+        [--problems 1,23,47] [--max-mb 64] [--max-gflop 20] [--fresh] [--no-compat] [--out .kb-kit]
 
 Issue 18's side-by-side benchmark needs, on a GPU machine with no network, KernelBench's own
 evaluation (its `src/`, the anchors' `kb_eval_one.py` and `kb_stubs.py`) and our tasks for the
-same problems, each with the same naive kernel as the submission. This lays them out:
+same problems, each with the same naive kernel as the submission; issue 21's steps need the
+problem files of levels 1-3 (`gpu_check.sh kbimport`: the import's coverage on the machine's
+CPUs) and the compatibility contract's tasks (`gpu_check.sh kbcompat`:
+`scripts/kb_compat_evidence.py`, imported here with `--import-only`). This lays them out:
 
     .kb-kit/kb_eval_one.py, kb_stubs.py    the anchors' scripts (they expect `kb/src` beside them)
     .kb-kit/kernels/                        the anchors' naive ModelNew kernels
     .kb-kit/kb/src/kernelbench/             KernelBench's source, from the snapshot (`kb/COMMIT`)
-    .kb-kit/kb/KernelBench/level1/N_*.py    the problem files
+    .kb-kit/kb/KernelBench/level{1,2,3}/    the problem files of levels 1-3
     .kb-kit/tasks/l1/N_<name>/              `gauntlet import kernelbench --contract modelnew`
     .kb-kit/submissions/l1_N/model_new.py   that problem's naive kernel, unmodified
     .kb-kit/cases.tsv                       number, task, submission, problem, kernel (a line each)
+    .kb-kit/compat/tasks/l{1,2}/N_<name>/   kb_compat_evidence.py's tasks (`--contract modelnew`)
+    .kb-kit/kbimport/*/, kbcompat/*/        earlier calls' records, put there by hand from a
+                                            call's OUT: the next call goes on from them
 
 The import runs the problems' float64 references on this CPU at its visible configs, so it is
 done small (`--max-mb`, `--max-gflop`; problem 23 at KernelBench's size is 12 GiB in float32)
@@ -21,8 +27,8 @@ and the configs are then set to KernelBench's: float32 only (the anchors' kernel
 only, as KernelBench judges them), visible C1 at the problem's shipped constants (exactly the
 problem KernelBench times), the hidden configs' sizes scaled by the same factor as C1 (float32
 draws from the task's domain, as the importer would have written at a cap above them). A
-problem already under `tasks/` is not imported again (`--fresh` redoes it). The kit is well
-under 1 MiB: carry it.
+problem already under `tasks/` or `compat/tasks/` is not imported again (`--fresh` redoes the
+former). The kit is about 2 MiB: carry it.
 
     carry [".whl", ".kb-kit"];  STEP_TIMEOUT=520 scripts/gpu_check.sh "$OUT" env kb  (docs/gpu.md)
 """
@@ -60,28 +66,28 @@ def _is_git_dir(path: Path) -> bool:
     return (path / "HEAD").is_file() and (path / "objects").is_dir()
 
 
+#: The KernelBench levels whose problem files the kit carries (level 4 downloads models).
+LEVELS = ("KernelBench/level1", "KernelBench/level2", "KernelBench/level3")
+
+
 def copy_kernelbench(source: Path, kb: Path, numbers: list[int]) -> str:
-    """KernelBench's `src/` and the level 1 problem files into `kb`; the commit (or 'checkout')."""
+    """KernelBench's `src/` and levels 1-3 into `kb`; the commit (or 'checkout')."""
     if kb.exists():
         shutil.rmtree(kb)
     kb.mkdir(parents=True)
-    level = "KernelBench/level1"
     if _is_git_dir(source):
-        names = _git(source, "ls-tree", "--name-only", "HEAD", f"{level}/").split()
-        problems = [n for n in names if Path(n).name.split("_")[0] in {str(k) for k in numbers}]
         archive = kb / "snapshot.tar"
-        _git(source, "archive", "--format=tar", "-o", str(archive), "HEAD", "src", *problems)
+        _git(source, "archive", "--format=tar", "-o", str(archive), "HEAD", "src", *LEVELS)
         with tarfile.open(archive) as tar:
             tar.extractall(kb, filter="data")
         archive.unlink()
         commit = _git(source, "rev-parse", "HEAD").strip()
     else:
         shutil.copytree(source / "src", kb / "src")
-        (kb / level).mkdir(parents=True)
-        for number in numbers:
-            for path in (source / level).glob(f"{number}_*.py"):
-                shutil.copyfile(path, kb / level / path.name)
+        for level in LEVELS:
+            shutil.copytree(source / level, kb / level, copy_function=shutil.copyfile)
         commit = "checkout"
+    level = LEVELS[0]
     found = {int(p.name.split("_")[0]) for p in (kb / level).glob("*.py")}
     missing = sorted(set(numbers) - found)
     if missing:
@@ -189,6 +195,22 @@ def import_tasks(
             path.write_text(kernelbench_configs(path.read_text(), shipped))
 
 
+def import_compat(out: Path) -> None:
+    """kb_compat_evidence.py's tasks under `out/compat/tasks` (imported on this CPU)."""
+    script = Path(__file__).resolve().parent / "kb_compat_evidence.py"
+    compat = out / "compat"
+    argv = [sys.executable, str(script), "--kernelbench", str(out / "kb"), "--import-only",
+            "--out", str(compat / "import"), "--tasks", str(compat / "tasks")]  # fmt: skip
+    # Minutes on two cores: float64 references at the script's caps (its elementwise problems
+    # at 256 MiB, its linear layers at 5 GFLOP).
+    finished = process.run(argv, timeout_s=3600, output_limit=1 << 20)
+    if finished.returncode != 0:
+        raise SystemExit(f"kb_compat_evidence.py --import-only failed: {finished.stderr[-800:]}")
+    shutil.rmtree(compat / "import", ignore_errors=True)
+    refused = {k: v for k, v in json.loads(finished.stdout).items() if v.startswith("refused")}
+    print(f"{out}/compat/tasks: kb_compat_evidence.py's tasks; refused: {refused or 'none'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernelbench", type=Path, default=SNAPSHOT,
@@ -199,6 +221,8 @@ def main() -> int:
     parser.add_argument("--max-gflop", type=float, default=20, help="the import's cap (GFLOP)")
     parser.add_argument("--jobs", type=int, default=3, help="problems imported at once")
     parser.add_argument("--fresh", action="store_true", help="import the tasks again")
+    parser.add_argument("--no-compat", action="store_true",
+                        help="leave out kb_compat_evidence.py's tasks (kbcompat step)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(".kb-kit"))
     args = parser.parse_args()
     numbers = [int(n) for n in args.problems.split(",")]
@@ -233,6 +257,10 @@ def main() -> int:
         (problem,) = (out / "kb" / "KernelBench" / "level1").glob(f"{number}_*.py")
         lines.append("\t".join(map(str, (number, tasks[0].parent, submission, problem, kernel))))
     (out / "cases.tsv").write_text("\n".join(lines) + "\n")
+    if not args.no_compat:
+        import_compat(out)
+    if (out / "kbimport").exists() or (out / "kbcompat").exists():
+        print(f"{out}/kbimport/, kbcompat/: earlier calls' records, merged by the next call")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"{out}: KernelBench {commit[:12]}, {len(lines)} case(s), {size / 2**20:.2f} MiB")
     print((out / "cases.tsv").read_text(), end="")

@@ -1,4 +1,4 @@
-"""scripts/bench_judge.py's `--case` path and scripts/kb_kit.py's KernelBench configs, on the CPU.
+"""bench_judge.py's `--case`, kb_kit.py's KernelBench configs, kb_import_coverage.py's counts.
 
 The GPU side (KernelBench's eval beside ours, `gpu_check.sh kb`) runs on a GPU machine only.
 """
@@ -6,6 +6,7 @@ The GPU side (KernelBench's eval beside ours, `gpu_check.sh kb`) runs on a GPU m
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import tomllib
 from pathlib import Path
@@ -101,3 +102,61 @@ def test_the_kit_gives_an_imported_task_kernelbench_s_float32_configs() -> None:
         "(batch_size in [1024, 4096], dim in [98304, 393216]; dtype float32)"
         in (cut["description"])
     )
+
+
+def _jsonl(path: Path, *records: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def _record(problem: str, outcome: str, **more: object) -> dict[str, object]:
+    level = int(problem.split("/")[0].removeprefix("level"))
+    return {"problem": problem, "outcome": outcome, "level": level, "seconds": 10.0,
+            "ended": "2026-11-27T10:00:00+00:00", "commit": "abc", "src": "s1",
+            "reason": None, "source_findings": [], **more}  # fmt: skip
+
+
+def test_coverage_merges_calls_and_counts_unfinished_problems_baselines_and_trivial_answers(
+    tmp_path: Path,
+) -> None:
+    cover = _script("kb_import_coverage")
+    earlier, out = tmp_path / "call1", tmp_path / "call2"
+    identity = ["output 0: input 'x' as the output passes"]
+    passed = {"passed": True, "detail": "9 configs correct", "seconds": 5.0}
+    timed_out = _record("level3/2_B.py", "refused", reason="the probe (check) ran past 9 s")
+    _jsonl(earlier / "problems.jsonl",
+           _record("level1/1_A.py", "imported", baseline=passed, source_findings=identity),
+           timed_out)  # fmt: skip
+    _jsonl(earlier / "started.jsonl",
+           *({"problem": p, "level": int(p[5])} for p in
+             ("level1/1_A.py", "level3/2_B.py", "level3/3_C.py")))  # fmt: skip
+    failed = {"passed": False, "detail": "incorrect: C2", "seconds": 5.0}
+    _jsonl(out / "problems.jsonl", _record("level3/2_B.py", "rewritten", baseline=failed))
+    summary = cover.summarize(out, [earlier])
+    one, three = summary["levels"]["1"], summary["levels"]["3"]
+    assert (one["imported"], one["baselines"]) == (1, {"judged": 1, "passed": 1, "failed": []})
+    assert one["trivial"] == {"problems": [[1, ["identity"], "imported"]],
+                              "outcomes": {"imported": 1}}  # fmt: skip
+    # The later call's record of 2 replaces the earlier refusal; 3 started and never ended.
+    assert (three["rewritten"], three["refused"], three["unfinished"]) == (1, 0, [3])
+    assert (three["rate"], three["baselines"]["failed"]) == (0.5, [2])
+    written = (out / "coverage.md").read_text()
+    assert "| 3 | 2 | 0 | 1 | 0 | 1 | 50% |  | 0 of 1 (failed: 2) |" in written
+    assert "- level 3: 3" in written
+    assert "- level 1, 1 problems: 1 (identity: imported)" in written
+
+
+def test_coverage_queues_unfinished_problems_first_then_deep_levels() -> None:
+    cover = _script("kb_import_coverage")
+    files = [(level, Path(f"{n}_P.py")) for level in (1, 2, 3) for n in (1, 2)]
+    order = cover.queue(files, done={"level3/1_P.py"}, unfinished={"level1/2_P.py"})
+    assert [f"{lv}/{p.name}" for lv, p in order] == ["1/2_P.py", "3/2_P.py", "2/1_P.py",
+                                                      "2/2_P.py", "1/1_P.py"]  # fmt: skip
+
+
+def test_trivial_answers_are_read_from_the_gates_own_details() -> None:
+    cover = _script("kb_import_coverage")
+    found = ["output 0: zeros as the output passes", "output 0: constant as the output passes",
+             "output 1: redrawing every input moves it by 1e-07 (relative L2)"]  # fmt: skip
+    assert cover.trivial_answers(found) == ["constant", "insensitive", "zeros"]
+    assert cover.trivial_answers(["input 'h0' has no effect within the tolerance"]) == []
