@@ -375,20 +375,15 @@ def _spec(store: RunStore, job: Job, config: RunConfig) -> AttemptSpec:
     )
 
 
-#: Host cores below which a run keeps no spare workers by default: a spare's imports then take
-#: a core from the judgment beside it instead of an idle one (on 2 cores, the runner's tests took
-#: 215 s with spares and 143 s without).
-SPARES_MIN_CORES = 8
-
-
 def _warm_judge(jobs: list[Job], parallel: int) -> Judge | None:
     """The run's judge service: spare workers for its devices, one per parallel attempt.
 
     None for a single attempt (its judgment could use no spare), on a host with fewer than
-    `SPARES_MIN_CORES` cores, or with `GAUNTLET_SPARE_WORKERS=0` (which also sets the count).
+    `settings.SPARES_MIN_CORES` cores, or with `GAUNTLET_SPARE_WORKERS=0` (which also sets the
+    count).
     """
     wanted = os.environ.get(settings.SPARE_WORKERS_ENV, "").strip()
-    default = parallel if (os.cpu_count() or 1) >= SPARES_MIN_CORES else 0
+    default = parallel if (os.cpu_count() or 1) >= settings.SPARES_MIN_CORES else 0
     try:
         count = int(wanted) if wanted else default
     except ValueError as err:

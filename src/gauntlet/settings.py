@@ -33,6 +33,12 @@ SPARE_WORKERS_ENV = "GAUNTLET_SPARE_WORKERS"
 """Spare judge workers a run keeps started per role and device (default: one per parallel
 attempt on a host of 8 cores or more, else none; 0: none, every judgment starts cold)."""
 
+#: Host cores below which a run keeps no spare workers by default, and a search agent's own judge
+#: keeps one instead of two: a spare's imports then take a core from the judgment beside it
+#: instead of an idle one (on 2 cores, the runner's tests took 215 s with spares and 143 s
+#: without).
+SPARES_MIN_CORES = 8
+
 #: Environment variables a worker process keeps; everything else is scrubbed.
 WORKER_ENV_KEEP = (
     "PATH",

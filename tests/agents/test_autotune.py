@@ -315,14 +315,18 @@ def test_the_bench_script_tables_a_finished_run_without_running_anything(tmp_pat
         builder.add(RELU, agent=agent, speedup=speedup, hidden_speedup=speedup, platform="npu")
     run = builder.write()
     script = Path(__file__).parents[2] / "scripts" / "bench_autotune.py"
+    figures = tmp_path / "autotune.json"
     done = subprocess.run(
-        [sys.executable, str(script), "--tuned", "--tasks", RELU, "--from-run", str(run)],
+        [sys.executable, str(script), "--tuned", "--tasks", RELU, "--from-run", str(run)]
+        + ["--json", str(figures)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    (row,) = json.loads(figures.read_text())["tasks"]
+    assert row["task_id"] == RELU and row["improved"] and row["speedup"] == 5.85
     row = f"| {RELU} | pass 1.000 (hidden 1.000) | pass 5.800 (hidden 5.800) | "
     assert row + "pass 5.850 (hidden 5.850) | 4 | 60.0 | yes |" in done.stdout
     assert "agent `autotune:calls=5`" in done.stdout and "2025-01-02 03:04-03:07 UTC" in done.stdout

@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gauntlet.agents.autotune_search import KnobSpace, Point, Search, SearchKind
-from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent
+from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent, search_spares
 from gauntlet.agents.evolve_log import GenerationRow
 from gauntlet.agents.options import number, parse_options
 from gauntlet.errors import JudgeError
@@ -145,7 +145,9 @@ class AutotuneAgent:
         failure = ""
         with (
             tempfile.TemporaryDirectory(prefix="gauntlet-autotune-") as tmp,
-            Judge(device=ctx.device, time_cap_s=self.time_cap_s) as judge,
+            Judge(
+                device=ctx.device, time_cap_s=self.time_cap_s, spare_workers=search_spares()
+            ) as judge,
         ):
             last_s = 0.0
             while calls < self.calls and self.clock() - started + last_s <= budget_s:

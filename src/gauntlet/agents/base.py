@@ -6,12 +6,14 @@ workspace when it stops. Agents never judge; the runner hands the workspace to t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gauntlet import settings
 from gauntlet.errors import UnknownNameError
 from gauntlet.task import Task
 
@@ -19,6 +21,16 @@ AgentStatus = Literal["finished", "budget_exhausted", "timeout", "error"]
 #: The folder of an attempt's run directory where a search agent keeps its state; a resumed run
 #: keeps it (the rest of an unrecorded attempt's folder is cleared), so the search goes on.
 SEARCH_STATE_DIR = "search"
+
+
+def search_spares() -> int:
+    """Spare judge workers per role for a search agent's own warm judge (`autotune`, `evolve`).
+
+    Its feedback judgments come one right after another, and one spare's imports fall behind
+    them (on an H200 a judgment waited 2.2 s for its worker; `docs/gpu_evidence.md`), so two
+    where the host has `settings.SPARES_MIN_CORES` cores for them, else one.
+    """
+    return 2 if (os.cpu_count() or 1) >= settings.SPARES_MIN_CORES else 1
 
 
 class Budget(BaseModel):

@@ -44,6 +44,7 @@ from gauntlet.agents.base import (
     ModelSettings,
     Usage,
     agent,
+    search_spares,
 )
 from gauntlet.agents.evolve_log import (
     CandidateJudged,
@@ -212,7 +213,9 @@ class EvolveAgent:
         try:
             with (
                 tempfile.TemporaryDirectory(prefix="gauntlet-evolve-") as tmp,
-                Judge(ctx.device, time_cap_s=self.settings.time_cap_s) as judge,
+                Judge(
+                    ctx.device, time_cap_s=self.settings.time_cap_s, spare_workers=search_spares()
+                ) as judge,
             ):
                 # Candidates are judged from a workspace of their own: the attempt's workspace
                 # only ever holds the best so far, which the runner judges if the agent is killed.
@@ -521,6 +524,7 @@ class _Search:
             verifiers=verifiers,
             judge_calls=self.judge.calls_since_reset,
             judge_s=self.judge.seconds_since_reset,
+            phases_s=_phases(verdict),
             digest=digest,
         )
 
@@ -759,6 +763,11 @@ class _CountingJudge:
             self.seconds_since_reset += time.monotonic() - started
         self.last = verdict
         return verdict
+
+
+def _phases(verdict: Verdict | None) -> dict[str, float]:
+    """A verdict's seconds per phase, to the millisecond, for the search log."""
+    return {k: round(v, 3) for k, v in verdict.phases_s.items()} if verdict is not None else {}
 
 
 def _digest(files: dict[str, str]) -> str:

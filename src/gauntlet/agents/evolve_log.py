@@ -95,6 +95,9 @@ class CandidateJudged(_Record):
     """Of the proposal and the verifiers together."""
     judge_calls: int = 0
     judge_s: float = 0.0
+    phases_s: dict[str, float] = Field(default_factory=dict)
+    """Where its judgment's time went (the verdict's `phases_s`: spawn, imports, reference,
+    the configs' first calls, comparisons, timing, teardown); empty when it was not judged."""
 
 
 class GenerationEnded(_Record):
