@@ -58,6 +58,7 @@ REFUSAL_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("degenerate", r"^(degenerate|still degenerate)", "problem"),
     ("random state in forward", r"not deterministic", "problem"),
     ("task checks fail", r"^task checks fail", "importer"),
+    ("importer error", r"^the importer raised", "importer"),
     ("module not installed", r"not installed", "host"),
     ("format", r".", "problem"),
 )
@@ -149,9 +150,13 @@ def _baseline(tasks: Path, report: ProblemReport, id_prefix: str) -> dict[str, A
 
     assert report.task_id is not None
     started = time.monotonic()
-    task = load_task(tasks / report.task_id.removeprefix(f"{id_prefix}/"))
-    checked = baseline_passes(task, "cpu")
-    return {"passed": checked.ok, "detail": checked.detail[:400],
+    try:
+        task = load_task(tasks / report.task_id.removeprefix(f"{id_prefix}/"))
+        checked = baseline_passes(task, "cpu")
+        passed, detail = checked.ok, checked.detail
+    except Exception as err:  # noqa: BLE001 - recorded as the baseline's failure, as in `one`
+        passed, detail = False, f"the check raised {type(err).__name__}: {err}"
+    return {"passed": passed, "detail": detail[:400],
             "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
 
 
@@ -201,7 +206,13 @@ def run(args: argparse.Namespace) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
         append(starts, {"problem": problem, "level": item[0], "started": now, "src": src})
         started = time.monotonic()
-        report = import_problem(item[0], item[1], tasks, options)
+        try:
+            report = import_problem(item[0], item[1], tasks, options)
+        except Exception as err:  # noqa: BLE001 - one problem's failure is its record, not the run's
+            # A run on another machine is a call of minutes: an importer error on one problem
+            # is recorded (class "importer error") and the others go on.
+            reason = f"the importer raised {type(err).__name__}: {err}"[:600]
+            report = ProblemReport(problem=problem, outcome="refused", reason=reason)
         seconds = round(time.monotonic() - started, 1)  # the import's, the baseline's apart
         baseline = (
             {"baseline": _baseline(tasks, report, options.id_prefix)}

@@ -160,3 +160,30 @@ def test_trivial_answers_are_read_from_the_gates_own_details() -> None:
              "output 1: redrawing every input moves it by 1e-07 (relative L2)"]  # fmt: skip
     assert cover.trivial_answers(found) == ["constant", "insensitive", "zeros"]
     assert cover.trivial_answers(["input 'h0' has no effect within the tolerance"]) == []
+
+
+def test_a_run_skips_merged_problems_and_records_an_importer_error_as_a_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cover = _script("kb_import_coverage")
+    level1 = tmp_path / "kb" / "KernelBench" / "level1"
+    level1.mkdir(parents=True)
+    for name in ("1_A.py", "2_B.py"):
+        (level1 / name).write_text("# not read: import_problem is replaced\n")
+    earlier, out = tmp_path / "call1", tmp_path / "call2"
+    _jsonl(earlier / "problems.jsonl", _record("level1/1_A.py", "imported"))
+    asked: list[str] = []
+
+    def failing(level: int, path: Path, *_: object) -> None:
+        asked.append(path.name)
+        raise ValueError("no such layer")
+
+    monkeypatch.setattr(cover, "import_problem", failing)
+    argv = ["kb_import_coverage.py", "--kernelbench", str(tmp_path / "kb"), "--levels", "1",
+            "--out", str(out), "--jobs", "1", "--merge", str(earlier)]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    assert cover.main() == 0
+    assert asked == ["2_B.py"]
+    level = json.loads((out / "coverage.json").read_text())["levels"]["1"]
+    assert (level["imported"], level["refused"]) == (1, 1)
+    assert level["refused_ids"] == {"importer error": [2]}
