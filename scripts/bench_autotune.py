@@ -113,6 +113,8 @@ class TaskFigure(BaseModel):
     """Passed with a visible speedup above 1."""
     choice: str
     """What the agent said it submitted (the knobs, or why the baseline)."""
+    finished_at: str
+    """When the attempt ended (UTC): which call of a resumed run, on which machine, made it."""
 
 
 class Table:
@@ -147,6 +149,7 @@ class Table:
                     seconds=round(_seconds(tuned), 1),
                     improved=tuned.status == "pass" and speedup is not None and speedup > 1.0,
                     choice=tuned.agent_message,
+                    finished_at=f"{tuned.finished_at:%Y-%m-%d %H:%M:%S}",
                 )
             )
         return rows

@@ -31,6 +31,16 @@
 #            files judged through the compatibility contract beside KernelBench's eval
 #            (scripts/kb_compat_evidence.py on .kb-kit/compat/tasks); resumable: put a call's
 #            kb_compat.json under .kb-kit/kbcompat/<n>/
+#   autotune autotune.md, autotune.json, autotune.log and autotune-run.tar.gz: issue 22's
+#            `autotune` alone on the tasks with knobs that run on a GPU (8 of `gpu`, the 6 of
+#            `smoke`; its speedups are over the baseline), through a run
+#            (scripts/bench_autotune.py --tuned); the table and JSON are rewritten after every
+#            attempt; resumable: unpack the tarball in the checkout and carry AUTOTUNE_RUN_DIR
+#   search   search.md, search.json and search.log: issue 22's search of SEARCH_CANDIDATES
+#            candidates on one GPU task (scripts/bench_evolve.py: `evolve` with a scripted
+#            proposer that moves the task's knobs, each candidate judged in feedback mode), its
+#            wall time against 600 s and where a judgment's time goes; search.json rewritten
+#            before every proposal
 # and summary.txt (each step and the exit status).
 #
 # Settings (environment):
@@ -64,10 +74,23 @@
 #                        --ids 1,2 or --max-mb 16 --max-gflop 0.5, the defaults)
 #   KBIMPORT_JOBS=14     for `kbimport`: problems imported at once (each probe one CPU thread)
 #   KBCOMPAT_ARGS=       for `kbcompat`: more scripts/kb_compat_evidence.py arguments (--cases)
-#   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench, ray or kb step after this many
-#                        seconds (0: never) and go on to the next; what a step printed so far
-#                        is in its log under OUT_DIR (a `timeout` around the whole script
-#                        would lose it: the logs below are written as the step goes)
+#   AUTOTUNE_TASKS=      for `autotune`: a glob narrowing the tasks (e.g. 'torch2triton/*')
+#   AUTOTUNE_OPTIONS=calls=4  the agent's options (`autotune:calls=4`: judgments per task)
+#   AUTOTUNE_TIME_CAP=2  seconds of timing per config in the final judgments
+#   AUTOTUNE_RUN_DIR=runs/autotune-gpu  the run folder: resumed when it holds a run
+#   SEARCH_TASK=torch2triton/causal_conv1d  for `search`: the task (its expert must have knobs)
+#   SEARCH_CANDIDATES=200  the candidates judged, the seed included
+#   SEARCH_INPUTS=fixed  evolve's inputs option: one draw of inputs for the whole search, so
+#                        the judge's cached references serve every candidate (fresh: new ones
+#                        for each, a reference worker each)
+#   SEARCH_ARGS=         more scripts/bench_evolve.py arguments (e.g. --proposer copies)
+#   DEVICE=cuda:0        the device of the autotune and search steps (DEVICE=sim:npu with an
+#                        accelerator task tries the steps on a machine without a GPU)
+#   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench, ray, kb, kbimport, kbcompat,
+#                        autotune or search step after this many seconds (0: never) and go on
+#                        to the next; what a step printed so far is in its log under OUT_DIR (a
+#                        `timeout` around the whole script would lose it: the logs are written
+#                        as the step goes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-results}}"
@@ -226,6 +249,25 @@ for step in "${steps[@]}"; do
                 --tasks .kb-kit/compat/tasks --work /tmp/gauntlet-kbcompat --out "$out/kbcompat" \
                 --kernelbench-eval .kb-kit/kb_eval_one.py ${merged[@]:+--merge "${merged[@]}"} \
                 ${KBCOMPAT_ARGS:-} 2>&1 | tee "$out/kbcompat.log" | tail -n 30
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers ;;
+        autotune)
+            run_dir="${AUTOTUNE_RUN_DIR:-runs/autotune-gpu}"
+            # shellcheck disable=SC2086
+            bounded python3 scripts/bench_autotune.py --tuned --device "${DEVICE:-cuda:0}" --others '' \
+                --options "${AUTOTUNE_OPTIONS:-calls=4}" --time-cap "${AUTOTUNE_TIME_CAP:-2}" \
+                --no-compile-reference --parallel "${PARALLEL:-4}" --run-dir "$run_dir" \
+                ${AUTOTUNE_TASKS:+--tasks "$AUTOTUNE_TASKS"} --out "$out/autotune.md" \
+                --json "$out/autotune.json" 2>&1 | tee "$out/autotune.log" | tail -n 30
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+            stop_workers
+            [ -d "$run_dir" ] && tar -czf "$out/autotune-run.tar.gz" "$run_dir" ;;
+        search)
+            # shellcheck disable=SC2086
+            bounded python3 scripts/bench_evolve.py --task "${SEARCH_TASK:-torch2triton/causal_conv1d}" \
+                --device "${DEVICE:-cuda:0}" --candidates "${SEARCH_CANDIDATES:-200}" \
+                --inputs "${SEARCH_INPUTS:-fixed}" --out "$out/search.md" --json "$out/search.json" \
+                ${SEARCH_ARGS:-} 2>&1 | tee "$out/search.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;
         *)
