@@ -255,13 +255,15 @@ def test_the_working_threads_exit_is_the_workers(
 
 
 def test_a_module_or_finder_put_in_place_of_the_judges_is_tampering(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The worker imports inside its functions: a stand-in in `sys.modules`, or a finder that
     # answers for a module imported afresh, would decide what those imports give.
     import json
     import types
 
+    for variable in ("HOME", "TMPDIR"):  # the worker's own, not the test's (stdlib under ~)
+        monkeypatch.setenv(variable, str(tmp_path))
     trusted = worker._Trusted()
     assert trusted.changed() == []
     monkeypatch.setitem(sys.modules, "json", types.ModuleType("json"))
@@ -275,3 +277,33 @@ def test_a_module_or_finder_put_in_place_of_the_judges_is_tampering(
     finally:
         del sys.path_hooks[0]
     assert trusted.changed() == []
+
+
+def test_code_generated_in_the_workers_own_folders_may_be_reloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inductor's compiled reference reloads its generated modules (new module objects under
+    # the same names) when it recompiles for a trial's weights: they lie in the worker's TMPDIR,
+    # code the judge never relies on, so replacing them is no tampering. A module of the
+    # judge's own replaced the same way still is.
+    import json
+    import types
+
+    generated = tmp_path / "torchinductor" / "c1.py"
+    generated.parent.mkdir()
+    generated.write_text("VALUE = 1\n")
+    first = types.ModuleType("torch._inductor.runtime.compile_tasks.c1")
+    first.__file__ = str(generated)
+    # The worker's environment: its own HOME, TMPDIR and working directory.
+    for variable in ("HOME", "TMPDIR"):
+        monkeypatch.setenv(variable, str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, first.__name__, first)
+    trusted = worker._Trusted()
+    again = types.ModuleType(first.__name__)
+    again.__file__ = str(generated)
+    monkeypatch.setitem(sys.modules, first.__name__, again)
+    assert trusted.changed() == []
+    monkeypatch.setitem(sys.modules, "json", types.ModuleType("json"))
+    assert trusted.changed() == ["sys.modules['json']"]
+    monkeypatch.setitem(sys.modules, "json", json)

@@ -297,8 +297,23 @@ class _Trusted:
         self.record_modules()
 
     def record_modules(self) -> None:
-        """Take the modules imported so far and the finders as the ones to compare against."""
-        self.module_entries = dict(self.module_table)
+        """Take the modules imported so far and the finders as the ones to compare against.
+
+        Not the modules loaded from the worker's own writable folders: code generated there
+        (Inductor's compiled reference, which reloads its modules when it recompiles for a
+        new weight or shape) is no code the judge relies on, and the audit hook already counts
+        it as the submission's.
+        """
+        writable = tuple(
+            str(Path(p).resolve()) + os.sep
+            for p in (os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""))
+            if p
+        )
+        self.module_entries = {
+            name: module
+            for name, module in self.module_table.items()
+            if not str(getattr(module, "__file__", None) or "").startswith(writable)
+        }
         self.finder_entries = {name: list(found) for name, found in self.finders.items()}
 
     def changed(self) -> list[str]:
