@@ -46,6 +46,8 @@
 # Settings (environment):
 #   SUITE=gpu-quick      the suite the `suite` step runs
 #   TASKS=               a glob narrowing it (e.g. '*2triton/*')
+#   AGENTS="baseline expert"  the agents the `suite` step runs (e.g. AGENTS=expert: every
+#                        expert judged, the false-rejection check)
 #   RUN_DIR=runs/gpu     the run directory: resumed when it already holds a run, so a suite
 #                        too long for one call continues in the next (carry the folder along)
 #   REDO=                on resuming, globs of task ids (space-separated) whose attempts are
@@ -149,8 +151,10 @@ for step in "${steps[@]}"; do
                 read -r -a redo <<< "${REDO:-}"  # split on spaces, no filename globbing
                 for pattern in "${redo[@]}"; do how+=(--redo "$pattern"); done
             else
-                how=(--suite "${SUITE:-gpu-quick}" --agent baseline --agent expert --seed 1
+                how=(--suite "${SUITE:-gpu-quick}" --seed 1
                      --time-cap "${TIME_CAP:-10}" --parallel "${PARALLEL:-4}" --out "$run_dir")
+                read -r -a agents <<< "${AGENTS:-baseline expert}"
+                for agent in "${agents[@]}"; do how+=(--agent "$agent"); done
                 [ -n "${TASKS:-}" ] && how+=(--tasks "$TASKS")
                 # shellcheck disable=SC2206
                 how+=(${RUN_FLAGS:-})
