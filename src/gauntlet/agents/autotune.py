@@ -9,8 +9,10 @@ judge-call budget, else a seeded model-based search.
 
 Options (`autotune:calls=8,seconds=120,time_cap=2`): `calls`, judgments per task (the
 template's own point included); `seconds`, wall seconds of searching (never past the attempt's
-wall budget); `time_cap`, seconds of GPU timing per config in a search judgment (a rougher
-ranking for a cheaper search; the final verdict is timed as always).
+wall budget); `time_cap`, seconds of GPU timing per config in a search judgment, which as a
+feedback judgment times at most `timing.FEEDBACK_TIME_CAP_S` (0.25 s) a config anyway: only a
+lower cap changes it (a rougher ranking for a cheaper search; the final verdict is timed as
+always).
 Where there is nothing to search the agent makes no judge call and says so in its transcript:
 a task that declares no knobs gets the baseline, and on a device whose verdicts carry no times
 (`cpu`, Triton's interpreter) no point can be ranked above another, so the template's own point
@@ -38,7 +40,7 @@ from gauntlet.agents.options import number, parse_options
 from gauntlet.errors import JudgeError
 from gauntlet.judge.pipeline import device_is_timed
 from gauntlet.judge.service import Judge
-from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S, FEEDBACK_TIME_CAP_S
 from gauntlet.knobs import Value, apply, template_point
 from gauntlet.task import AutotuneSpec, Task
 
@@ -48,8 +50,8 @@ DEFAULT_CALLS = 8
 OPTIONS = {
     "calls": f"judgments per task, the template's point included (default {DEFAULT_CALLS})",
     "seconds": "wall seconds of searching per task (default: the attempt's wall budget)",
-    "time_cap": f"seconds of GPU timing per config of a search judgment "
-    f"(default {DEFAULT_TIME_CAP_S:g}, the judge's)",
+    "time_cap": f"seconds of GPU timing per config of a search judgment, at most "
+    f"{FEEDBACK_TIME_CAP_S:g} in feedback mode whatever it says (default {DEFAULT_TIME_CAP_S:g})",
 }
 #: Seconds kept from the attempt's wall budget for writing the result.
 _RESERVE_S = 5.0

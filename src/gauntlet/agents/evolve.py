@@ -82,7 +82,7 @@ from gauntlet.agents.verifiers import (
     verify,
 )
 from gauntlet.errors import ConfigError
-from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
+from gauntlet.judge.timing import DEFAULT_TIME_CAP_S, FEEDBACK_TIME_CAP_S
 from gauntlet.workspace import UnsafeFileError, read_beneath
 
 if TYPE_CHECKING:
@@ -109,8 +109,8 @@ OPTIONS = {
     "inputs": "fresh (new inputs for every candidate, as the feedback tools draw them) or "
     "fixed (one draw for the whole search: the judge's cached references serve every "
     "candidate) (default fresh)",
-    "time_cap": f"seconds of GPU timing per config in a candidate's judgment "
-    f"(default {DEFAULT_TIME_CAP_S:g})",
+    "time_cap": f"seconds of GPU timing per config in a candidate's judgment, at most "
+    f"{FEEDBACK_TIME_CAP_S:g} in feedback mode whatever it says (default {DEFAULT_TIME_CAP_S:g})",
     "prices": "a TOML or JSON price table file",
     "retries": f"retries of a failed model API call (default {MAX_RETRIES})",
 }
@@ -144,7 +144,8 @@ class SearchSettings(BaseModel):
     verifiers: tuple[VerifierName, ...] = ()
     crossover: float = Field(default=0.3, ge=0, le=1)
     time_cap_s: float = Field(default=DEFAULT_TIME_CAP_S, gt=0)
-    """Seconds of timing per config on a GPU before the judge stops short of a 1% CI."""
+    """Seconds of timing per config on a GPU; a candidate's feedback judgment times to a 5% CI
+    within at most `timing.FEEDBACK_TIME_CAP_S` (0.25 s) a config, so only a lower cap counts."""
     inputs: Literal["fresh", "fixed"] = "fresh"
     """`fresh`: every candidate is judged on new inputs (a candidate fitted to inputs it was
     shown fails the next); `fixed`: one draw for the search, so the judge's references (and a
