@@ -9,13 +9,15 @@ through the socket: the writer puts them in a memory file (`memfd`), seals it ag
 further change and passes its descriptor along with the header; the reader maps it and the
 tensors are views of that mapping. GPU tensors are copied to the host through pinned memory.
 Measured on an H100 host: a pipe moved 0.75 GB/s and a pageable device-to-host copy 1.4 GB/s,
-so GPU-sized judgments spent most of their time moving outputs and references. On a pipe, or
-for small frames, the bytes follow the header inline.
+so GPU-sized judgments spent most of their time moving outputs and references. On a pipe, for
+small frames, or for a frame larger than the writer may make a file (`RLIMIT_FSIZE`), the bytes
+follow the header inline.
 """
 
 from __future__ import annotations
 
 import array
+import errno
 import fcntl
 import json
 import mmap
@@ -155,7 +157,16 @@ def write_frame(
         metas.append(meta)
         blobs.append(data)
     total = sum(len(b) for b in blobs)
-    shared = total >= SHARED_MIN_BYTES and _is_socket(fd)
+    memory = -1
+    if total >= SHARED_MIN_BYTES and _is_socket(fd):
+        try:
+            memory = _sealed_file(blobs, total)
+        except OSError as err:
+            if err.errno != errno.EFBIG:
+                raise
+            # Larger than this process may make a file (a candidate's file-size limit,
+            # `worker._bound_memory_files`): the bytes follow the header instead.
+    shared = memory >= 0
     head = json.dumps({**header, "tensors": metas, "shared": shared}, allow_nan=True).encode()
     message = _LENGTH.pack(len(head)) + head
     if not shared:
@@ -163,7 +174,6 @@ def write_frame(
         for blob in blobs:
             _write_all(fd, blob)
         return
-    memory = _sealed_file(blobs, total)
     try:
         with socket.socket(fileno=os.dup(fd)) as sock:
             sent = socket.send_fds(sock, [message], [memory])

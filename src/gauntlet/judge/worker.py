@@ -907,6 +907,37 @@ class _Launches:
         return all(getattr(cls, "run", None) is run for cls, run in self.patched)
 
 
+#: Descriptors a candidate on a memory cap may open beyond the highest the worker holds when
+#: the submission loads (it holds about a dozen): room for a compiler pool's pipes and the
+#: submission's own files.
+CANDIDATE_FD_HEADROOM = 64
+
+
+def _bound_memory_files() -> None:
+    """Bound the memory a candidate can hold in files, outside its address space.
+
+    A memory file (`memfd_create`) that is not mapped is counted by no address-space limit,
+    only by the file-size limit, one file at a time, and a process can hold as many as it has
+    descriptors, plus as many again queued unread on a socket (the kernel bounds those by the
+    same descriptor limit). With the worker's file-size limit at its address-space limit and
+    the host's descriptor limit (tens of thousands), that was tens of thousands of times the task's
+    memory cap. Here the descriptors are capped (soft and hard, so the submission cannot raise
+    them again) and each file may hold a share of the address-space limit, so that all of
+    them together hold no more than that limit once more. The worker's own frames too large for
+    one file go through the socket instead (`channel.write_frame`).
+    """
+    highest = max(int(name) for name in os.listdir("/proc/self/fd"))
+    descriptors = highest + 1 + CANDIDATE_FD_HEADROOM
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY:
+        descriptors = min(descriptors, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
+    address_space = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if address_space != resource.RLIM_INFINITY:
+        per_file = address_space // (2 * descriptors)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (per_file, per_file))
+
+
 def run_candidate(
     request: protocol.WorkerRequest, fd: int, trusted: _Trusted, commands: FrameReader
 ) -> None:
@@ -937,6 +968,8 @@ def run_candidate(
     # Called inline (`for off in hooks: off(None)`) the moment the submission's code returns,
     # before any frame of the worker's own starts (`_frame_hook_switches`).
     hooks = _frame_hook_switches()
+    if request.memory_limit_bytes:
+        _bound_memory_files()
     _install_audit_hook(Path(submission.dir), root)
     try:
         module = _load_module(Path(submission.dir) / submission.file, SUBMISSION_MODULE)
