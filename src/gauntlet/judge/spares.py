@@ -12,10 +12,17 @@ a slot folder of its own, whose `task/` and `submission/` it sees read-only and 
 The judge copies the task files the candidate runs and the built submission into the slot when
 it takes the spare. A spare whose read-only view would hold a task's folder (a checkout on the
 import path that holds the task suite) is never given that task's judgment.
+
+Each pool lives in a folder of its own (`spares-*`), holding a lock on its `owner.lock` for as
+long as it is open. A pool killed before it closed (`kill -9`, a lost machine) leaves its
+folder behind; the next pool started in the same place removes every folder whose lock it can
+take (`reap_abandoned`): the kernel releases a lock when its holder dies, so a live pool's
+folder is never touched.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import shutil
 import tempfile
@@ -23,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from gauntlet import confine, settings
 from gauntlet.judge import workers
@@ -95,12 +102,62 @@ def start_spare(role: Role, device: str, root: Path) -> Spare:
     return Spare(role, device, handle, slot, confined)
 
 
+#: The file in a pool's folder that the pool holds locked (`flock`) while it is open.
+OWNER_LOCK = "owner.lock"
+#: Seconds after which a pool folder with no lock file is an abandoned one (its pool died
+#: between making the folder and locking it, or predates the lock), not one being made.
+UNLOCKED_GRACE_S = 60.0
+
+
+def _lock(path: Path) -> BinaryIO | None:
+    """`path` opened and locked for us, or None while another process holds its lock."""
+    handle = open(path, "ab")  # noqa: SIM115 - held open for as long as the lock
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+def reap_abandoned(root: Path) -> list[Path]:
+    """Remove the pool folders under `root` whose pool's process is gone; returns them."""
+    reaped: list[Path] = []
+    for folder in sorted(root.glob("spares-*")):
+        lock = folder / OWNER_LOCK
+        try:
+            if not lock.exists():
+                if time.time() - folder.stat().st_mtime < UNLOCKED_GRACE_S:
+                    continue
+                held = None
+            else:
+                held = _lock(lock)
+                if held is None:
+                    continue  # its pool is alive
+        except OSError:
+            continue  # removed meanwhile (another pool reaping), or not ours to open
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            reaped.append(folder)
+        finally:
+            if held is not None:
+                held.close()
+    if reaped:
+        logger.info("removed %d abandoned spare folders under %s", len(reaped), root)
+    return reaped
+
+
 class SparePool:
     """Started workers per (role, device), `size` of each, refilled in the background."""
 
     def __init__(self, root: Path, size: int = 1) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="spares-", dir=root))
+        owner = _lock(self.root / OWNER_LOCK)
+        assert owner is not None, "a folder just made is locked by nobody else"
+        self._owner = owner
+        """Held (locked) until `close`: while it is, no other pool removes this folder."""
+        reap_abandoned(root)
         self.size = max(size, 1)
         self._spares: list[Spare] = []
         self._wanted: set[tuple[Role, str]] = set()
@@ -170,6 +227,7 @@ class SparePool:
         for spare in spares:
             spare.discard()
         shutil.rmtree(self.root, ignore_errors=True)
+        self._owner.close()
 
     def _fill(self) -> None:
         while True:
