@@ -12,7 +12,8 @@ The model is scripted (a loopback server: nothing leaves the machine). The propo
   N candidates are N distinct submissions whose kernels differ as a tuner's do (their block
   sizes, warps, ...), selection works on real speedups, and each is judged in full (its Triton
   kernels compiled afresh, as a new kernel's are); the knob spaces are smaller than N, so a
-  point recurs under another candidate's comment line.
+  point recurs under another candidate's comment line. A parent without the knobs (the
+  starting files: a stub or the baseline) gives the template at its own point.
 - `copies`: every proposal is the task's expert (its baseline where it ships none) with a
   comment line of its own: the same kernel N times, each judged as a new submission.
 
@@ -257,7 +258,7 @@ class Figures:
                 candidate_id=r.candidate_id,
                 status=r.status,
                 speedup=r.speedup,
-                judge_s=r.judge_s,
+                judge_s=round(r.judge_s, 3),
                 knobs=knobs(r),
             )
             for r in judged
@@ -376,18 +377,16 @@ def _search(task: Task, device: str, args: argparse.Namespace, figures: Figures,
 
     proposals = args.candidates - 1
     proposer = figures.proposer
-    script: list[Step]
-    if proposer is not None:
-        knob_proposer = proposer
+    base = task.expert_files() or task.baseline_files()
+    copies = iter(range(1, proposals + 1))
 
-        def propose(request: dict[str, Any]) -> Any:
-            figures.update()  # the candidates judged before this proposal
-            return say(answer(knob_proposer.files(request["messages"][-1]["content"])))
+    def propose(request: dict[str, Any]) -> Any:
+        figures.update()  # the candidates judged before this proposal
+        if proposer is not None:
+            return say(answer(proposer.files(request["messages"][-1]["content"])))
+        return say(answer(variant(base, next(copies))))
 
-        script = [propose] * proposals
-    else:
-        files = task.expert_files() or task.baseline_files()
-        script = [say(answer(variant(files, n))) for n in range(1, proposals + 1)]
+    script: list[Step] = [propose] * proposals
     settings = SearchSettings(
         generations=math.ceil(proposals / PROPOSALS),
         proposals=PROPOSALS,
