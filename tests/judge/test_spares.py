@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from gauntlet.errors import ConfigError
-from gauntlet.judge import judge, spares
+from gauntlet.judge import judge, python_backend, spares
 from gauntlet.judge.service import Judge
 from gauntlet.runner import _warm_judge
+from gauntlet.task import Task, load_task
 from tests.support.fixtures import SCALE_ADD
 
 
@@ -109,3 +112,119 @@ def test_a_run_keeps_spares_only_where_they_can_serve(monkeypatch: pytest.Monkey
     monkeypatch.setenv("GAUNTLET_SPARE_WORKERS", "many")
     with pytest.raises(ConfigError, match="GAUNTLET_SPARE_WORKERS"):
         _warm_judge([], parallel=2)
+
+
+def _reference_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The process of each judgment's reference worker, as it computes the references."""
+    pids: list[int] = []
+    real = python_backend._Evaluation._collect_reference
+
+    def collect(self: Any, worker: Any) -> dict[str, float]:
+        pids.append(worker.child.pid)
+        return real(self, worker)
+
+    monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", collect)
+    return pids
+
+
+def _gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_one_reference_worker_serves_a_judges_judgments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = SCALE_ADD()
+    pids = _reference_pids(monkeypatch)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        warm.warm("cpu", wait_s=60)
+        verdicts = [warm.eval(task, task.root / "expert", seed=s) for s in (7101, 7102)]
+        (kept,) = [s for s in warm._pool._spares if s.role == "reference"]
+        assert kept.served == 2 and kept.handle.child.pid == pids[0]
+    assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
+    assert len(pids) == 2 and pids[0] == pids[1]
+    # The judge's end leaves no process behind.
+    assert _gone(pids[0])
+
+
+def test_a_reference_worker_killed_between_judgments_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = SCALE_ADD()
+    pids = _reference_pids(monkeypatch)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        warm.warm("cpu", wait_s=60)
+        first = warm.eval(task, task.root / "expert", seed=7103)
+        os.killpg(pids[0], signal.SIGKILL)
+        while not _gone(pids[0]):
+            time.sleep(0.05)
+        second = warm.eval(task, task.root / "expert", seed=7104)
+        third = warm.eval(task, task.root / "expert", seed=7105)
+    assert [v.status for v in (first, second, third)] == ["pass"] * 3, second.reason
+    assert pids[1] != pids[0]
+    assert all(_gone(pid) for pid in pids)
+
+
+_COUNTING_REFERENCE = """
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import loads  # noqa: E402 - a module of the task's own folder: it lives as long as the process
+
+loads.COUNT += 1
+
+
+def reference(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    out = alpha * x + y
+    # A fresh worker loads this file once: loaded again in a process that kept the state of
+    # an earlier judgment, it answers in another dtype (a wrong verdict for a right kernel).
+    return out if loads.COUNT == 1 else out.to(torch.float64)
+"""
+
+
+def _counting_task(folder: Path) -> Task:
+    """scale_add whose reference keeps state in a module of its folder across its loads."""
+    shutil.copytree(SCALE_ADD().root, folder)
+    (folder / "reference.py").write_text(_COUNTING_REFERENCE)
+    (folder / "loads.py").write_text("COUNT = 0\n")
+    return load_task(folder)
+
+
+def test_a_tasks_module_state_does_not_reach_the_next_judgment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = (_counting_task(tmp_path / name) for name in ("first", "second"))
+    pids = _reference_pids(monkeypatch)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        warm.warm("cpu", wait_s=60)
+        verdicts = [
+            warm.eval(task, task.root / "expert", seed=seed)
+            for task, seed in ((first, 7106), (second, 7107), (first, 7108))
+        ]
+    assert [v.status for v in verdicts] == ["pass"] * 3, [v.reason for v in verdicts]
+    assert len(set(pids)) == 1
+
+
+def test_a_kept_reference_worker_serves_a_tasks_checker_judgment_after_judgment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gauntlet.importers.gpumode import GpuModeOptions, import_gpumode
+
+    fixtures = Path(__file__).parents[1] / "importers/gpumode"
+    options = GpuModeOptions(track="torch2triton", id_prefix="gm", sets=["mini"])
+    import_gpumode(fixtures, tmp_path / "tasks", options)
+    task = load_task(tmp_path / "tasks" / "mini" / "unit_rows")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    # Every element is wrong, and the problem's checker (a row's sign is free) decides.
+    shutil.copy(fixtures / "submissions" / "unit_rows_flipped.py", submission / "submission.py")
+    pids = _reference_pids(monkeypatch)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        warm.warm("cpu", wait_s=60)
+        # (The task names a GPU; judged on the CPU as tests/exploits does, through the pool.)
+        verdicts = [judge(task, submission, device="cpu", seed=s) for s in (7109, 7110)]
+    assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
+    assert len(pids) == 2 and pids[0] == pids[1]

@@ -465,6 +465,10 @@ def _failure_reason(failure: _Failure, arch_list: str, others: int) -> str:
 # -- The load_inline wrapper (build process and GPU worker) ---------------------------------
 
 
+#: Where a function or class the judge wraps keeps what it wraps (set again per judgment).
+_ORIGINAL = "_gauntlet_original"
+
+
 class _Extensions:
     """Serves `load_inline` calls from built units; in the build process, builds the misses."""
 
@@ -490,7 +494,10 @@ class _Extensions:
         """Replace `torch.utils.cpp_extension.load_inline` (before any task code is imported)."""
         from torch.utils import cpp_extension
 
-        original: Callable[..., Any] = cpp_extension.load_inline
+        # A reference worker serves one judgment after another: each judgment's wrapper wraps
+        # PyTorch's own function, never an earlier judgment's (which would serve its units).
+        current = cpp_extension.load_inline
+        original: Callable[..., Any] = getattr(current, _ORIGINAL, current)
         signature = inspect.signature(original)
 
         @functools.wraps(original)
@@ -498,6 +505,7 @@ class _Extensions:
             caller = sys._getframe(1).f_globals.get("__file__")
             return self.load(original, signature, args, kwargs, caller)
 
+        setattr(load_inline, _ORIGINAL, original)
         cpp_extension.load_inline = load_inline
 
     def load(
@@ -604,10 +612,13 @@ def _compile_cupy_eagerly(submission_file: Path) -> None:
     from cupy.cuda.compiler import CompileException
 
     for name in ("RawModule", "RawKernel"):
-        base = getattr(cupy, name)
+        current = getattr(cupy, name)
+        base = getattr(current, _ORIGINAL, current)
         init = _eager_init(base, CompileException, str(submission_file))
         try:
-            eager = type(name, (base,), {"__init__": init, "__doc__": base.__doc__})
+            eager = type(
+                name, (base,), {"__init__": init, "__doc__": base.__doc__, _ORIGINAL: base}
+            )
         except TypeError:
             logger.warning("cupy.%s cannot be subclassed; it compiles at its first call", name)
             continue

@@ -131,7 +131,11 @@ class WorkerRequest(_Frame):
 
 
 class Command(_Frame):
-    """A later command: start the role, time these configs, stop, or go on after a timed call."""
+    """A later command: start the role, time these configs, stop, or go on after a timed call.
+
+    To a reference worker, `stop` ends its part in the judgment (after its results, or instead
+    of `start`): it resets itself and answers `Idle`, ready for the next judgment's request.
+    """
 
     command: Literal["start", "time", "stop", "next"]
     configs: list[str] = Field(default_factory=list)
@@ -362,6 +366,19 @@ class Done(_Frame):
     phases: Annotated[dict[Name, Number], Field(max_length=MAX_ITEMS)] = Field(default_factory=dict)
 
 
+class Idle(_Frame):
+    """A reference worker done with a judgment: reset, waiting for the next request.
+
+    What it still holds after the reset, so that the judge can let go of one that grows.
+    """
+
+    event: Literal["idle"]
+    host_bytes: Annotated[int, Field(ge=0)]
+    """Its resident memory on the host."""
+    device_bytes: Annotated[int, Field(ge=0)]
+    """GPU memory its allocator still reserves (0 where CUDA was never used)."""
+
+
 class ReferenceSample(_Frame):
     """The float64 reference of a sampled timed call (tensors follow)."""
 
@@ -448,6 +465,7 @@ Event = Annotated[
     | Tampered
     | WorkerFailed
     | Done
+    | Idle
     | ReferenceSample
     | ReferenceTrial
     | CheckResult,

@@ -69,6 +69,8 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a worker may take to start and import its code (torch, triton, the submission).
 STARTUP_S = 120.0
+#: Seconds a kept reference worker may take to reset after a judgment (`resident.py`).
+RESET_S = 60.0
 
 
 class PythonBackend:
@@ -488,18 +490,48 @@ class _Evaluation:
         )
 
     def _worker(self, role: spares.Role, request: protocol.WorkerRequest) -> _Worker:
-        """A started worker for `role`: a spare of the open `Judge` service, else a new one."""
+        """A started worker for `role`: the open `Judge` service's, else a new one.
+
+        The service's is a spare, or for the reference its worker kept from earlier judgments.
+        """
         pool = spares.active() if self.spares_allowed else None
         spare = None
         if pool is not None:
             spare = pool.take(role, self.request.device, self.task.root)
-        if spare is None:
+        if pool is None or spare is None:
             confinement = self._confinement() if role == "candidate" else None
             return _Worker.start(request, self.tmp / role, self.request.device, confinement)
         if role == "candidate":
             request = self._stage(spare, request)
             self.containment = self._containment(spare.confined)
-        return _Worker.adopt(spare, request)
+        return _Worker.adopt(spare, pool, request)
+
+    def _let_go(self, worker: _Worker) -> None:
+        """Done with the reference worker: a kept one is reset and given back, any other ends.
+
+        Called where a worker that ran to its end used to exit, before the GPU is released:
+        the reset returns its cached GPU memory to the device before the candidate runs on
+        (no checker) or before the next judgment (a checker), and it is idle while another
+        judgment's candidate is timed. A worker that does not reset is let go, never the
+        judgment's failure: its results are in.
+        """
+        if worker.pool is None or worker.spare is None:
+            worker.close()
+            return
+        idle = None
+        try:
+            worker.send(protocol.Command(command="stop"))
+            event, _ = worker.read_event(time.monotonic() + RESET_S)
+            if isinstance(event, protocol.Idle):
+                idle = event
+            else:
+                logger.warning("a reference worker answered 'stop' with '%s'", event.event)
+        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+            logger.warning(
+                "a reference worker did not reset after '%s': %s", self.task.task_id, err
+            )
+        worker.pool.give_back(worker.spare, idle)
+        worker.spare = None
 
     def _stage(
         self, spare: spares.Spare, request: protocol.WorkerRequest
@@ -558,6 +590,8 @@ class _Evaluation:
                 reference = self._worker("reference", self._request("reference", missing))
             candidate = self._worker("candidate", self._request("candidate", self.states))
         except OSError as err:
+            if reference is not None:
+                reference.close()
             raise JudgeError(
                 f"cannot start a judge worker for '{self.task.task_id}': {err}"
             ) from err
@@ -580,7 +614,7 @@ class _Evaluation:
                     phases["device_wait"] = waited
                 # Another judgment of this task may have computed the references meanwhile.
                 if reference is not None and not checked and self._load_cached(missing, keys):
-                    reference.close()
+                    self._let_go(reference)
                     reference = None
                 for worker in (reference, candidate):
                     if worker is not None:
@@ -592,8 +626,14 @@ class _Evaluation:
                     phases.update({f"reference.{step}": s for step, s in steps.items()})
                     for state in missing:
                         _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
-                self.checker = reference if checked else None
+                    if not checked:
+                        self._let_go(reference)
+                        reference = None
+                self.checker = reference
                 evaluation = self._collect_candidate(candidate)
+                if reference is not None:
+                    self._let_go(reference)
+                    reference = None
             evaluation.phases_s = {**phases, **evaluation.phases_s}
             evaluation.environment["containment"] = self.containment
             return evaluation
@@ -1483,10 +1523,13 @@ class _Worker:
         handle: workers.WorkerHandle,
         request: protocol.WorkerRequest,
         spare: spares.Spare | None = None,
+        pool: spares.SparePool | None = None,
     ) -> None:
         self.handle = handle
         self.spare = spare
         """The spare the worker came from (its slot goes with it), if any."""
+        self.pool = pool
+        """The pool the spare came from, which takes it back."""
         self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
         """What came instead of 'ready' (a frame or the channel's error), for the next read."""
         self.send(request)
@@ -1504,9 +1547,11 @@ class _Worker:
         return cls(workers.python_worker(tmp, device, confinement), request)
 
     @classmethod
-    def adopt(cls, spare: spares.Spare, request: protocol.WorkerRequest) -> _Worker:
+    def adopt(
+        cls, spare: spares.Spare, pool: spares.SparePool, request: protocol.WorkerRequest
+    ) -> _Worker:
         """A spare worker (imports done, waiting for its request), given its request."""
-        return cls(spare.handle, request, spare)
+        return cls(spare.handle, request, spare, pool)
 
     @property
     def child(self) -> process.Child:
@@ -1552,7 +1597,10 @@ class _Worker:
         return self.handle.finish(grace_s)
 
     def close(self) -> None:
-        if self.spare is not None:
+        """Stop the worker (a spare's slot goes with it; a kept one was given back already)."""
+        if self.spare is not None and self.pool is not None:
+            self.pool.give_back(self.spare, None)
+        elif self.spare is not None:
             self.spare.discard()
         else:
             self.handle.close()

@@ -4,8 +4,14 @@ A Python worker imports PyTorch and Triton before it reads its request
 (`worker._import_trusted`): seconds of every judgment. While a `SparePool` is active (a
 `Judge` service is open, as during a run) it keeps started workers per role and device waiting
 for a request; a judgment takes one, and another is started in its place in the background.
-Every judgment still gets fresh processes that have run nothing before; only their imports
-happened earlier.
+Every judgment still gets a fresh candidate process that has run nothing before; only its
+imports happened earlier.
+
+A reference worker runs only trusted task code, never a submission, so it is kept: a judgment
+borrows it and gives it back reset (`resident.py`, `give_back`), and the next judgment on that
+device finds PyTorch imported and CUDA initialised. The pool keeps `size` reference workers per
+device, lent or waiting; it lets go of one that died, failed to reset, holds more memory than
+it did (`RESIDENT_GROWTH_BYTES`, `RESIDENT_DEVICE_BYTES`) or served `RESIDENT_JUDGMENTS`.
 
 A candidate spare is confined from its start (`confine.py`), so what it will see is fixed then:
 a slot folder of its own, whose `task/` and `submission/` it sees read-only and `tmp/` writable.
@@ -33,11 +39,21 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from gauntlet import confine, settings
-from gauntlet.judge import workers
+from gauntlet.judge import protocol, workers
 
 logger = logging.getLogger(__name__)
 
 Role = Literal["reference", "candidate"]
+
+#: Judgments a reference worker serves before it is let go (a bound on slow leaks: extension
+#: libraries a process cannot unload, the allocator's fragmentation).
+RESIDENT_JUDGMENTS = 200
+#: Growth of a reference worker's resident memory after its reset, since its first, past which
+#: it is let go.
+RESIDENT_GROWTH_BYTES = 1 << 30
+#: GPU memory a reference worker's allocator may still reserve after its reset (its cuBLAS
+#: workspaces; a task's tensors kept alive would be more).
+RESIDENT_DEVICE_BYTES = 256 << 20
 
 
 @dataclass
@@ -49,6 +65,10 @@ class Spare:
     handle: workers.WorkerHandle
     slot: Path
     confined: confine.Confinement | None
+    served: int = 0
+    """Judgments it served (a reference worker serves many)."""
+    first_host_bytes: int | None = None
+    """A reference worker's resident memory after its first reset."""
 
     @property
     def task_dir(self) -> Path:
@@ -95,7 +115,9 @@ def start_spare(role: Role, device: str, root: Path) -> Spare:
             readonly += workers.shared_caches()
         confined = workers.confinement(readonly, [slot / "tmp"], hidden=settings.TASKS_DIR, gpu=gpu)
     try:
-        handle = workers.python_worker(slot / "tmp", device, confined, ahead=role == "candidate")
+        handle = workers.python_worker(
+            slot / "tmp", device, confined, ahead=role == "candidate", spare=True
+        )
     except OSError:
         shutil.rmtree(slot, ignore_errors=True)
         raise
@@ -160,6 +182,9 @@ class SparePool:
         reap_abandoned(root)
         self.size = max(size, 1)
         self._spares: list[Spare] = []
+        """Waiting: never used, or reference workers given back."""
+        self._lent: list[Spare] = []
+        """Reference workers a judgment has borrowed."""
         self._wanted: set[tuple[Role, str]] = set()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -180,7 +205,7 @@ class SparePool:
         deadline = time.monotonic() + timeout_s
         with self._lock:
             while not all(
-                any(s.role == role and s.device == device for s in self._spares)
+                any(s.role == role and s.device == device for s in self._spares + self._lent)
                 for role in ("reference", "candidate")
             ):
                 left = deadline - time.monotonic()
@@ -192,7 +217,9 @@ class SparePool:
     def take(self, role: Role, device: str, hidden: Path) -> Spare | None:
         """A spare for `role` on `device` that cannot see `hidden`, or None (start one cold).
 
-        Either way the pool keeps `size` spares of this kind started for the next judgment.
+        Either way the pool keeps `size` spares of this kind started for the next judgment. A
+        reference worker that served before comes first (its CUDA is up); it is lent, and
+        comes back through `give_back`.
         """
         with self._lock:
             if self._closed:
@@ -200,16 +227,38 @@ class SparePool:
             self._wanted.add((role, device))
             self._wake.notify_all()
             self._drop_dead()
-            for spare in self._spares:
+            for spare in sorted(self._spares, key=lambda s: -s.served):
                 if spare.role != role or spare.device != device:
                     continue
                 if spare.confined is not None and spare.shows(hidden):
                     # (An unconfined spare sees all, as a cold worker here would.)
                     continue
                 self._spares.remove(spare)
+                if role == "reference":
+                    self._lent.append(spare)
                 self.taken += 1
                 return spare
         return None
+
+    def give_back(self, spare: Spare, idle: protocol.Idle | None) -> None:
+        """A judgment is done with a spare: a reference worker reset (`idle`) waits for the next.
+
+        Any other (a candidate, a reference worker that did not reset, died, grew or served
+        its share) is stopped.
+        """
+        with self._lock:
+            lent = spare in self._lent
+            if lent:
+                self._lent.remove(spare)
+            spare.served += 1
+            if idle is not None and spare.first_host_bytes is None:
+                spare.first_host_bytes = idle.host_bytes
+            keep = lent and not self._closed and idle is not None and _fit(spare, idle)
+            if keep:
+                self._spares.append(spare)
+            self._wake.notify_all()
+        if not keep:
+            spare.discard()
 
     def count(self, role: Role, device: str) -> int:
         """Live spares of this kind (they may still be importing)."""
@@ -261,10 +310,30 @@ class SparePool:
             threading.Thread(target=spare.discard, daemon=True).start()
 
     def _needed(self) -> list[tuple[Role, str]]:
-        """Kinds with fewer than `size` live spares."""
+        """Kinds with fewer than `size` live spares (a reference worker lent counts)."""
         self._drop_dead()
-        live = [(s.role, s.device) for s in self._spares]
+        live = [(s.role, s.device) for s in self._spares + self._lent]
         return [kind for kind in sorted(self._wanted) if live.count(kind) < self.size]
+
+
+def _fit(spare: Spare, idle: protocol.Idle) -> bool:
+    """Whether a reference worker, just reset, may serve another judgment."""
+    grown = idle.host_bytes - (spare.first_host_bytes or idle.host_bytes)
+    if spare.served >= RESIDENT_JUDGMENTS:
+        logger.info(
+            "a reference worker on %s served %d judgments: replaced", spare.device, spare.served
+        )
+        return False
+    if grown > RESIDENT_GROWTH_BYTES or idle.device_bytes > RESIDENT_DEVICE_BYTES:
+        logger.warning(
+            "a reference worker on %s holds %d MB more host memory than after its first "
+            "judgment and %d MB of GPU memory after its reset: replaced",
+            spare.device,
+            grown >> 20,
+            idle.device_bytes >> 20,
+        )
+        return False
+    return spare.handle.child.poll() is None
 
 
 _active: SparePool | None = None

@@ -9,6 +9,8 @@ Two roles, never mixed in one process:
 - `reference` runs only trusted task code: it draws each trial's inputs, computes the float64
   reference (ground truth), the native-dtype reference (the expected output types) and the
   baseline's own error, and sends them back. A submission never shares memory with them.
+  It may serve one judgment after another (`_serve_references`: a `Judge` keeps it), reset
+  between them (`resident.py`).
 - `candidate` imports the trusted measuring code first, then the submission; it checks that the
   functions it relies on are still the same objects, then runs the submission on the same
   trials (same seeds, so the same inputs), checking type, in-place changes, determinism and
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from gauntlet.judge import protocol, timing
+from gauntlet.judge import priority, protocol, timing
 from gauntlet.judge.channel import ChannelClosed, FrameReader, write_frame
 from gauntlet.judge.correctness import elements_per_chunk
 from gauntlet.judge.overflow import rounds_to_infinity
@@ -487,11 +489,13 @@ def _entry(root: Path, spec: protocol.EntrySpec, module_name: str) -> Callable[.
     return function
 
 
-def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReader) -> None:
+def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReader) -> bool:
     """Draw inputs, compute the reference, expected types and the baseline's error.
 
     The reference runs on the inputs upcast to float64 (the ground truth), or as drawn in
-    `native` mode. With a task checker, the worker then serves it (`_serve_checks`).
+    `native` mode. Then, until the orchestrator's `stop`, the worker serves the task's checker
+    if it has one (`_serve_checks`). Returns False where the orchestrator closed the channel
+    instead.
     """
     import torch
 
@@ -596,32 +600,37 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
             )
             laps.lap("send")
     _send(fd, protocol.Done(event="done", phases=laps.totals))
-    if request.check is not None:
-        _serve_checks(request, fd, commands, make)
+    return _serve_checks(request, fd, commands, make)
 
 
 def _serve_checks(
     request: protocol.WorkerRequest, fd: int, commands: FrameReader, make: Callable[..., Any]
-) -> None:
-    """Judge candidate outputs with the task's checker until the orchestrator stops or leaves.
+) -> bool:
+    """Judge candidate outputs with the task's checker until the orchestrator's `stop`.
 
     The checker is task code, so it runs here, in the trusted process, on inputs rebuilt from
     the trial's seed (or the sampled timed call's), never on anything of the candidate's but
-    the output bytes the orchestrator forwards.
+    the output bytes the orchestrator forwards. Without a checker only `stop` may come.
+    Returns False where the orchestrator closed the channel instead.
     """
     import torch
 
-    assert request.check is not None
-    check = _entry(Path(request.task_root), request.check, "_gauntlet_check")
+    check = None
+    if request.check is not None:
+        check = _entry(Path(request.task_root), request.check, "_gauntlet_check")
     configs = {c.name: c for c in request.configs}
     while True:
         try:
             header, tensors = commands.read(None)
         except ChannelClosed:
-            return
+            return False
         order = protocol.parse_check(header)
         if isinstance(order, protocol.Command):
-            return
+            if order.command != "stop":
+                raise ValueError(f"a reference worker was told to '{order.command}'")
+            return True
+        if check is None:
+            raise ValueError(f"an output to check, and '{request.task_root}' has no checker")
         config = configs[order.config]
         if order.trial is not None:
             inputs = _make_inputs(request, make, config, config.trials[order.trial])
@@ -1358,7 +1367,7 @@ def _stack_bytes() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE [ahead]`; all of it off the main thread.
+    """Worker entry point: `REQUEST_FD RESULT_FD DEVICE [idle] [ahead]`; off the main thread.
 
     Only the main thread can install a signal handler (`signal.signal` raises `ValueError` in
     any other thread, `_signal` imported afresh as well: the check is in C, and installing one
@@ -1375,10 +1384,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     status = [1]
+    # A spare imports at the lowest priority; this thread, never lowered, lifts it when asked.
+    spare = priority.SpareLowering() if "idle" in args[3:] else None
 
     def work() -> None:
         try:
-            status[0] = _serve(args)
+            status[0] = _serve(args, spare)
         except SystemExit as stop:  # as the interpreter would exit with it
             if stop.code is None or isinstance(stop.code, int):
                 status[0] = stop.code or 0
@@ -1395,20 +1406,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         worker.start()
     finally:
         threading.stack_size(previous)
+    if spare is not None:
+        spare.lift_when_asked(int(args[0]), worker)
     worker.join()
     return status[0]
 
 
-def _serve(args: list[str]) -> int:
-    """Import, read the request, run its role: the worker's whole work, in its own thread."""
+def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
+    """Import, read the request, run its role: the worker's whole work, in its own thread.
+
+    `spare` (a worker started ahead of its judgment): lowered while it imports and waits, and
+    judged only once the main thread has lifted it back entirely.
+    """
     request_fd, result_fd, device = int(args[0]), int(args[1]), args[2]
-    ahead = args[3:4] == ["ahead"]
+    ahead = "ahead" in args[3:]
     # Nothing the submission starts may inherit either end of the judge's channel.
     os.set_inheritable(request_fd, False)
     os.set_inheritable(result_fd, False)
+    if spare is not None:
+        spare.lower()
     _import_trusted(device, ahead)
     commands = FrameReader(request_fd)
     request = protocol.parse_request(commands.read(None)[0])
+    if spare is not None and (problem := spare.wait_lifted()):
+        raise SystemExit(f"worker: its priority could not be restored for its judgment: {problem}")
+    if request.role == "reference":
+        return _serve_references(request, device, result_fd, commands)
     if request.device != device:
         raise SystemExit(f"worker: started for {device}, asked to run on {request.device}")
     if request.memory_limit_bytes:
@@ -1421,10 +1444,7 @@ def _serve(args: list[str]) -> int:
         # file on a tmpfs grows no larger than the limit (`EFBIG`), a frame of the channel's
         # (tensors this process holds, so within it) fits.
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    if request.language == "cuda" and request.prebuilt is not None:
-        from gauntlet.judge import cuda_build
-
-        cuda_build.prepare_run(Path(request.prebuilt))
+    _load_prebuilt(request)
     trusted = _Trusted()
     try:
         # Imports done and the GPU untouched: the judge starts the role once it holds the GPU.
@@ -1432,22 +1452,75 @@ def _serve(args: list[str]) -> int:
         command = protocol.parse_command(commands.read(None)[0])
         if command.command != "start":
             return 0
-        if request.role == "reference":
-            run_reference(request, result_fd, commands)
-        else:
-            run_candidate(request, result_fd, trusted, commands)
+        run_candidate(request, result_fd, trusted, commands)
     except BaseException:  # noqa: BLE001 - the worker's one catch-all: report, then exit
-        try:
-            _send(
-                result_fd, protocol.WorkerFailed(event="worker_error", traceback=_short_traceback())
-            )
-        except OSError:
-            pass
+        _report_failure(result_fd)
         return 3
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
     return 0
+
+
+def _serve_references(
+    request: protocol.WorkerRequest, device: str, fd: int, commands: FrameReader
+) -> int:
+    """Serve reference requests one after another, each from the state the first one found.
+
+    A `Judge` keeps this worker across judgments (it only ever runs trusted task code); a
+    judgment without one lets it go after its results. After each judgment's `stop` the worker
+    resets the process (`resident.ProcessState`) and answers `Idle`; the next frame is the next
+    judgment's request. A process that served references never runs a candidate.
+    """
+    from gauntlet.judge import resident
+
+    clean = resident.ProcessState()
+    while True:
+        if request.role != "reference" or request.device != device:
+            raise SystemExit(
+                f"worker: a reference worker for {device} was asked for a {request.role} "
+                f"worker on {request.device}"
+            )
+        try:
+            with resident.memory_limited(request.memory_limit_bytes, _mapped_bytes()):
+                _load_prebuilt(request)
+                # The GPU untouched so far in a new worker: it starts once the judge holds it.
+                _send(fd, protocol.Ready(event="ready"))
+                command = protocol.parse_command(commands.read(None)[0])
+                if command.command == "start":
+                    if not run_reference(request, fd, commands):
+                        return 0
+                elif command.command != "stop":
+                    raise ValueError(f"a reference worker was told to '{command.command}'")
+        except ChannelClosed:
+            return 0
+        except BaseException:  # noqa: BLE001 - the worker's one catch-all: report, then exit
+            _report_failure(fd)
+            return 3
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        _send(fd, clean.restore(Path(request.task_root)))
+        try:
+            request = protocol.parse_request(commands.read(None)[0])
+        except ChannelClosed:
+            return 0
+
+
+def _load_prebuilt(request: protocol.WorkerRequest) -> None:
+    """Serve the CUDA build's units to `load_inline` (before any task or submission code)."""
+    if request.language == "cuda" and request.prebuilt is not None:
+        from gauntlet.judge import cuda_build
+
+        cuda_build.prepare_run(Path(request.prebuilt))
+
+
+def _report_failure(fd: int) -> None:
+    """The exception being handled, to the judge, if the channel still takes it."""
+    try:
+        _send(fd, protocol.WorkerFailed(event="worker_error", traceback=_short_traceback()))
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

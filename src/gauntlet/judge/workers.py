@@ -223,16 +223,22 @@ class WorkerHandle:
 
 
 def python_worker(
-    tmp: Path, device: str, confined: confine.Confinement | None, *, ahead: bool = False
+    tmp: Path,
+    device: str,
+    confined: confine.Confinement | None,
+    *,
+    ahead: bool = False,
+    spare: bool = False,
 ) -> WorkerHandle:
     """Start a judge worker (`gauntlet.judge.worker`) for `device`, waiting for its request.
 
-    It imports PyTorch and Triton first, and sets its memory limit from the request. `ahead`
-    (a candidate spare, started before its judgment): it also pays for its watch's first
-    entry while it waits (`worker._import_trusted`). It dies with the thread that starts it (a
-    judgment's, or the spare pool's filler, which outlives its spares): a killed orchestrator
-    takes its workers with it, and through the confinement's init whatever a submission
-    started, even a submission busy in a loop that never reads its pipes again.
+    It imports PyTorch and Triton first, and sets its memory limit from the request. `spare`
+    (started before its judgment): it imports at the lowest priority and is back at its own
+    once its request comes (`priority.py`). `ahead` (a candidate spare): it also pays for its
+    watch's first entry while it waits (`worker._import_trusted`). It dies with the thread
+    that starts it (a judgment's, or the spare pool's filler, which outlives its spares): a
+    killed orchestrator takes its workers with it, and through the confinement's init whatever
+    a submission started, even a submission busy in a loop that never reads its pipes again.
 
     Raises:
         OSError: The process could not be started.
@@ -242,6 +248,6 @@ def python_worker(
         env=worker_env(tmp, device, private_cache=confined is not None),
         cwd=tmp,
         confined=confined,
-        args=(device.split(":")[0], *(["ahead"] if ahead else [])),
+        args=(device.split(":")[0], *(["idle"] if spare else []), *(["ahead"] if ahead else [])),
         die_with_parent=True,
     )
