@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import statistics
+
 import pytest
 import torch
 
@@ -83,6 +86,39 @@ def test_a_heavier_host_wrapper_is_not_taken_for_patched_events() -> None:
     walls_b = _walls(baseline, 60.0)
     walls_c = _walls(candidate, 60.0 + 28.0)
     assert timing.clock_disagreement(baseline, candidate, walls_b, walls_c) == ""
+
+
+def _busy_host_walls(times: list[float], overhead: float, seed: int) -> dict[int, float]:
+    """The judge's clock on a host busy with other work: most calls on time, a third of them
+    late by 40-200 us."""
+    rng = random.Random(seed)
+    return {
+        k: t + overhead + (rng.uniform(40.0, 200.0) if rng.random() < 0.35 else rng.uniform(0, 8))
+        for k, t in enumerate(times)
+    }
+
+
+def test_a_busy_host_clock_is_not_taken_for_patched_events() -> None:
+    # 20 pairs (a 0.1 s time cap) of a 1 x 3 config, correct CUDA expert slower than PyTorch's
+    # eager kernel by 2 us: on a busy host the candidate's calls drew more of the late ones.
+    baseline = [9.4 + (k % 3) * 0.1 for k in range(20)]
+    candidate = [11.1 + (k % 3) * 0.1 for k in range(20)]
+    walls_b = _busy_host_walls(baseline, 300.0, seed=0)
+    walls_c = _busy_host_walls(candidate, 300.0, seed=28)
+    events = statistics.median(b - c for b, c in zip(baseline, candidate, strict=True))
+    walls = statistics.median(walls_b[k] - walls_c[k] for k in range(20))
+    # The fixed slack alone would reject it (as it did 70 of 3,200 such draws; 2 with the noise)
+    assert events - walls > timing.CLOCK_SLACK_US + timing.CLOCK_SLACK_FRACTION * 9.5
+    assert timing.clock_disagreement(baseline, candidate, walls_b, walls_c) == ""
+
+
+def test_patched_events_are_caught_on_a_busy_host_too() -> None:
+    # What really ran: baseline 400 us, candidate 300 us; the events report the candidate at
+    # 40 us ("10x"), on the same busy host as above.
+    baseline, real = [400.0] * 40, [300.0] * 40
+    walls_b = _busy_host_walls(baseline, 300.0, seed=1)
+    walls_c = _busy_host_walls(real, 300.0, seed=7)
+    assert "tampered" in timing.clock_disagreement(baseline, [40.0] * 40, walls_b, walls_c)
 
 
 @pytest.mark.parametrize("lie", ["faster_candidate", "slower_baseline"])
