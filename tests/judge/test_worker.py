@@ -219,7 +219,7 @@ def test_the_worker_works_off_the_main_thread_where_no_signal_handler_can_be_ins
 
     seen: dict[str, object] = {}
 
-    def serve(args: list[str]) -> int:
+    def serve(args: list[str], spare: object = None) -> int:
         seen["args"] = args
         seen["main thread"] = threading.current_thread() is threading.main_thread()
         for install in (signal.signal, _signal.signal):
@@ -247,7 +247,7 @@ def test_the_worker_works_off_the_main_thread_where_no_signal_handler_can_be_ins
 def test_the_working_threads_exit_is_the_workers(
     raised: BaseException, status: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def serve(args: list[str]) -> int:
+    def serve(args: list[str], spare: object = None) -> int:
         raise raised
 
     monkeypatch.setattr(worker, "_serve", serve)
