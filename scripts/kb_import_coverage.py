@@ -321,6 +321,7 @@ def summarize(out: Path, merged: Sequence[Path] = ()) -> dict[str, Any]:
             for k, v in sorted(levels.items())
         },
     }  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
     (out / "coverage.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (out / "coverage.md").write_text(_markdown(summary, records), encoding="utf-8")
     return summary
