@@ -307,3 +307,21 @@ def test_code_generated_in_the_workers_own_folders_may_be_reloaded(
     monkeypatch.setitem(sys.modules, "json", types.ModuleType("json"))
     assert trusted.changed() == ["sys.modules['json']"]
     monkeypatch.setitem(sys.modules, "json", json)
+
+
+def test_a_lazy_module_that_imports_when_asked_is_recorded_without_calling_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found on an H200: a module whose `__getattr__` imports when asked for `__file__` changed
+    # `sys.modules` while the worker recorded it, and every candidate worker died at its start.
+    import types
+
+    class Lazy(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            sys.modules[f"lazy_{name}"] = types.ModuleType(f"lazy_{name}")
+            raise AttributeError(name)
+
+    monkeypatch.setitem(sys.modules, "lazy_package", Lazy("lazy_package"))
+    trusted = worker._Trusted()
+    assert "lazy___file__" not in sys.modules
+    assert trusted.changed() == []

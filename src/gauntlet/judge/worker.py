@@ -311,10 +311,12 @@ class _Trusted:
             for p in (os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""))
             if p
         )
+        # A copy to iterate, and the module's own dict read: a lazy module's `__getattr__`
+        # may import (and so add to `sys.modules`) when asked for `__file__`.
         self.module_entries = {
             name: module
-            for name, module in self.module_table.items()
-            if not str(getattr(module, "__file__", None) or "").startswith(writable)
+            for name, module in list(self.module_table.items())
+            if not str(getattr(module, "__dict__", {}).get("__file__") or "").startswith(writable)
         }
         self.finder_entries = {name: list(found) for name, found in self.finders.items()}
 
