@@ -59,6 +59,7 @@
 #   SUITE_TIMEOUT=0      stop the suite step after this many seconds (0: never); what finished
 #                        is kept and resumable
 #   PYTEST_ARGS=         more pytest arguments (e.g. -k cuda_build)
+#   PYTEST_PATHS=tests   what pytest collects (test files or node ids: a rerun of some tests)
 #   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
 #   OLD_TREE=            for `cost`: the src/ folder of the revision to compare with
 #   COST_TASK=cuda2cuda/matmul   for `cost`: the task whose expert is judged
@@ -141,7 +142,7 @@ for step in "${steps[@]}"; do
             # -v names each test's outcome as it ends: a step stopped by STEP_TIMEOUT still
             # shows which tests failed and which were left running
             bounded python3 -m pytest -m gpu --gpu -v -rfE --durations=25 -p no:cacheprovider \
-                ${PYTEST_ARGS:-} tests 2>&1 \
+                ${PYTEST_ARGS:-} ${PYTEST_PATHS:-tests} 2>&1 \
                 | tee "$out/pytest-gpu.log" | tail -n 25
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
         suite)
