@@ -7,20 +7,23 @@ Imports the problems with `gauntlet.importers.kernelbench` (the same code as `ga
 kernelbench`, torch2triton track), one problem per worker thread, each probe in its child
 process with its limit of CPU seconds (`--probe-cpu-s`). Every problem's outcome is appended to
 `OUT/problems.jsonl` as it ends, with its wall seconds, the load average, the code's commit and
-a digest of its source (`src`: the same code on a machine without `.git`), and its start to
-`OUT/started.jsonl`, so a run stopped early still counts what it did and names what it left
-unfinished. `--baseline` also judges each written task's baseline on the `cpu` device on all
-its configs (`gauntlet.taskcheck.baseline_passes`, as `gauntlet tasks check` does).
+a digest of its source (`src`: the same code on a machine without `.git`); its start, and each
+run's settings and machine, to `OUT/runs.jsonl`; each finished probe's result to
+`OUT/probes.jsonl` (`gauntlet.importers.probecache`). So a run stopped early still counts what
+it did, names what it left unfinished, and the next run goes on inside a problem from its last
+finished probe. `--baseline` also judges each written task's baseline on the `cpu` device on
+all its configs (`gauntlet.taskcheck.baseline_passes`, as `gauntlet tasks check` does).
 
 A rerun skips the problems already in OUT (`--fresh` starts over) or in the `--merge` folders
-(earlier runs, e.g. an earlier call's OUT brought back from another machine): problems an
-earlier run started and never finished go first, then level 3 before 2 before 1, so the long
-ones have a call's whole time. `--stop-after-s` starts no problem after that many seconds.
-`OUT/coverage.json` and `OUT/coverage.md` are rewritten after every problem (and by
-`--summary`, which runs nothing): per level imported, rewritten, refused and unfinished, the
-refusals by class (`REFUSAL_CLASSES`), the baselines judged, the problems an answer that does
-no work passes under KernelBench's own setup and what became of them, and the code, the
-KernelBench commit, the machine and the dates.
+(earlier runs, e.g. an earlier call's OUT brought back from another machine) and reuses their
+probes: problems an earlier run started and never finished go first, then level 3 before 2
+before 1, so the long ones have a call's whole time. `--stop-after-s` starts no problem after
+that many seconds. `OUT/coverage.md` is rewritten after every problem (and, with
+`OUT/coverage.json`, by `--summary`, which runs nothing): per level imported, rewritten,
+refused and unfinished, the refusals by class (`REFUSAL_CLASSES`), the baselines judged, the
+problems an answer that does no work passes under KernelBench's own setup and what became of
+them, and the code, the KernelBench commit, the machine and the dates. A run writes four files
+(a GPU machine's call brings back at most eight).
 
 Run it niced on a shared host (`nice -n 10`): the probes' float64 work is what takes the time.
 On a GPU machine's CPUs it is `scripts/gpu_check.sh OUT kbimport` (docs/importers.md).
@@ -29,7 +32,6 @@ On a GPU machine's CPUs it is `scripts/gpu_check.sh OUT kbimport` (docs/importer
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from gauntlet.importers.kernelbench import ImportOptions, import_problem, problem_files
+from gauntlet.importers.probecache import ProbeCache, code_digest
 from gauntlet.importers.report import ProblemReport
 
 #: How a refusal's reason is classed, first match wins: (class, pattern, whose fault).
@@ -110,21 +113,6 @@ def code_commit() -> str:
     return commit + ("-dirty" if _git(root, "status", "--porcelain", "src") else "")
 
 
-def source_digest() -> str:
-    """A digest of the gauntlet package's Python files: the code that ran, with or without .git.
-
-    A copy of the working tree on another machine (no .git, no commit) gives the same digest
-    as the tree it was copied from.
-    """
-    import gauntlet
-
-    package = Path(gauntlet.__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def machine() -> dict[str, Any]:
     """The host: CPU model, cores, memory, and the versions that decide the outcome."""
     import torch
@@ -177,20 +165,21 @@ def run(args: argparse.Namespace) -> None:
     """Import every problem not yet in OUT or the merged folders, recording each as it ends."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    log, starts = out / "problems.jsonl", out / "started.jsonl"
+    log, runs, probes = out / "problems.jsonl", out / "runs.jsonl", out / "probes.jsonl"
     if args.fresh:
-        for stale in (log, starts):
+        for stale in (log, runs, probes):
             stale.unlink(missing_ok=True)
     folders = [*args.merge, out]
     done = {r["problem"] for r in _lines(folders, "problems.jsonl")}
-    unfinished = {r["problem"] for r in _lines(folders, "started.jsonl")} - done
+    unfinished = {r["problem"] for r in _starts(folders)} - done
+    cache = ProbeCache(probes, [folder / "probes.jsonl" for folder in args.merge])
     options = ImportOptions(
         levels=args.levels, ids=args.ids, track="torch2triton", id_prefix="kb",
         max_bytes=int(args.max_mb * 2**20), max_flops=args.max_gflop * 1e9,
         cpu_limit_s=args.probe_cpu_s, jobs=args.jobs,
     )  # fmt: skip
     files = queue(problem_files(args.kernelbench, options.levels, options.ids), done, unfinished)
-    commit, src = code_commit(), source_digest()
+    commit, src = code_commit(), code_digest()
     tasks: Path = args.tasks_dir or out / "tasks"
     started_at = time.monotonic()
     writing = threading.Lock()
@@ -204,10 +193,11 @@ def run(args: argparse.Namespace) -> None:
             return
         problem = f"level{item[0]}/{item[1].name}"
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        append(starts, {"problem": problem, "level": item[0], "started": now, "src": src})
+        append(runs, {"kind": "started", "problem": problem, "level": item[0], "started": now,
+                      "src": src})  # fmt: skip
         started = time.monotonic()
         try:
-            report = import_problem(item[0], item[1], tasks, options)
+            report = import_problem(item[0], item[1], tasks, options, cache)
         except Exception as err:  # noqa: BLE001 - one problem's failure is its record, not the run's
             # A run on another machine is a call of minutes: an importer error on one problem
             # is recorded (class "importer error") and the others go on.
@@ -237,8 +227,9 @@ def run(args: argparse.Namespace) -> None:
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(one, files))
-    append(out / "runs.jsonl", {
-        "commit": commit, "src": src, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
+    append(runs, {
+        "kind": "run", "commit": commit, "src": src,
+        "ended": datetime.now(UTC).isoformat(timespec="seconds"),
         "levels": args.levels, "ids": args.ids, "max_mb": args.max_mb,
         "max_gflop": args.max_gflop, "jobs": args.jobs, "probe_cpu_s": args.probe_cpu_s,
         "kernelbench": args.kernelbench_commit[:7]
@@ -258,19 +249,25 @@ def _lines(folders: Sequence[Path], name: str) -> list[dict[str, Any]]:
     ]
 
 
-def summarize(out: Path, merged: Sequence[Path] = ()) -> dict[str, Any]:
+def _starts(folders: Sequence[Path]) -> list[dict[str, Any]]:
+    """The problems' starts in the folders' runs.jsonl."""
+    return [r for r in _lines(folders, "runs.jsonl") if r.get("kind") == "started"]
+
+
+def summarize(out: Path, merged: Sequence[Path] = (), with_json: bool = False) -> dict[str, Any]:
     """The per-level counts of OUT/problems.jsonl (a problem's last record counts).
 
     `merged`: other runs' folders read first, in order, so OUT's records (and a later folder's)
     replace theirs: a rerun of some problems at a later commit. A problem started (in any of
-    them) and never recorded counts as unfinished.
+    them) and never recorded counts as unfinished. Writes OUT/coverage.md, and
+    OUT/coverage.json `with_json`.
     """
     folders = [*merged, out]
     records: dict[str, dict[str, Any]] = {}
     for record in _lines(folders, "problems.jsonl"):
         records[record["problem"]] = record
     unfinished: dict[str, dict[str, Any]] = {}
-    for start in _lines(folders, "started.jsonl"):
+    for start in _starts(folders):
         if start["problem"] not in records:
             unfinished[start["problem"]] = start
     levels: dict[int, dict[str, Any]] = defaultdict(
@@ -309,7 +306,7 @@ def summarize(out: Path, merged: Sequence[Path] = ()) -> dict[str, Any]:
         "sources": sorted({r.get("src", "?") for r in records.values()}),
         "first_ended": min(ended),
         "last_ended": max(ended),
-        "runs": _lines(folders, "runs.jsonl"),
+        "runs": [r for r in _lines(folders, "runs.jsonl") if r.get("kind") != "started"],
         "levels": {
             str(k): {**v, "refusals": dict(v["refusals"]),
                      "refused_ids": {c: sorted(i) for c, i in v["refused_ids"].items()},
@@ -322,7 +319,8 @@ def summarize(out: Path, merged: Sequence[Path] = ()) -> dict[str, Any]:
         },
     }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    (out / "coverage.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    if with_json:
+        (out / "coverage.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (out / "coverage.md").write_text(_markdown(summary, records), encoding="utf-8")
     return summary
 
@@ -410,7 +408,7 @@ def main() -> int:
         if args.kernelbench is None:
             parser.error("--kernelbench is required to run")
         run(args)
-    summary = summarize(args.out, args.merge)
+    summary = summarize(args.out, args.merge, with_json=args.summary)
     if summary:
         print((args.out / "coverage.md").read_text())
     return 0 if summary else 1

@@ -127,8 +127,8 @@ def test_coverage_merges_calls_and_counts_unfinished_problems_baselines_and_triv
     _jsonl(earlier / "problems.jsonl",
            _record("level1/1_A.py", "imported", baseline=passed, source_findings=identity),
            timed_out)  # fmt: skip
-    _jsonl(earlier / "started.jsonl",
-           *({"problem": p, "level": int(p[5])} for p in
+    _jsonl(earlier / "runs.jsonl",
+           *({"kind": "started", "problem": p, "level": int(p[5])} for p in
              ("level1/1_A.py", "level3/2_B.py", "level3/3_C.py")))  # fmt: skip
     failed = {"passed": False, "detail": "incorrect: C2", "seconds": 5.0}
     _jsonl(out / "problems.jsonl", _record("level3/2_B.py", "rewritten", baseline=failed))
@@ -184,6 +184,7 @@ def test_a_run_skips_merged_problems_and_records_an_importer_error_as_a_refusal(
     monkeypatch.setattr(sys, "argv", argv)
     assert cover.main() == 0
     assert asked == ["2_B.py"]
-    level = json.loads((out / "coverage.json").read_text())["levels"]["1"]
+    assert not (out / "coverage.json").exists()  # a run writes four files, the table one
+    level = cover.summarize(out, [earlier])["levels"]["1"]
     assert (level["imported"], level["refused"]) == (1, 1)
     assert level["refused_ids"] == {"importer error": [2]}

@@ -31,6 +31,7 @@ from gauntlet.importers.kbinputs import HE_GAIN
 from gauntlet.importers.kbprobe import Analysis, AnalyzeRequest, CheckReport, CheckRequest
 from gauntlet.importers.kbsource import ProblemRefused, module_text, parse_problem
 from gauntlet.importers.kbwrite import TaskPlan, write_task
+from gauntlet.importers.probecache import ProbeCache, probe_key
 from gauntlet.importers.report import ImportReport, Outcome, ProblemReport
 
 #: The input distributions an imported task starts with (KernelBench draws U[0, 1) only).
@@ -124,8 +125,13 @@ def import_kernelbench(
     return report
 
 
-def import_problem(level: int, path: Path, out: Path, options: ImportOptions) -> ProblemReport:
-    """One problem: analysed, written, checked, rewritten or refused."""
+def import_problem(
+    level: int, path: Path, out: Path, options: ImportOptions, cache: ProbeCache | None = None
+) -> ProblemReport:
+    """One problem: analysed, written, checked, rewritten or refused.
+
+    `cache`: probe results kept between runs (`probecache`), reused and added to.
+    """
     problem = f"level{level}/{path.name}"
     name = task_name(level, path)
     folder = out / name
@@ -136,7 +142,7 @@ def import_problem(level: int, path: Path, out: Path, options: ImportOptions) ->
     plan = TaskPlan(task_id=f"{options.id_prefix}/{name}", problem=problem, level=level,
                     track=options.track, source=source, analysis=Analysis(),
                     distributions=list(DISTRIBUTIONS), contract=options.contract)  # fmt: skip
-    return import_plan(plan, folder, options)
+    return import_plan(plan, folder, options, cache=cache)
 
 
 def refused(
@@ -153,10 +159,12 @@ def import_plan(
     folder: Path,
     options: ImportOptions,
     configs: Sequence[dict[str, int | float]] = (),
+    cache: ProbeCache | None = None,
 ) -> ProblemReport:
     """A parsed problem analysed, written, checked, then rewritten or refused.
 
     `configs`: the source's own configs, the visible configs instead of C1..C3 (robust-kbench).
+    `cache`: probe results kept between runs (`probecache`), reused and added to.
     """
     problem, source = plan.problem, plan.source
 
@@ -166,7 +174,7 @@ def import_plan(
     request = AnalyzeRequest(module_text=module_text(source), constants=source.constants,
                              forward_args=source.forward_args, max_bytes=options.max_bytes,
                              max_flops=options.max_flops, configs=list(configs))  # fmt: skip
-    analysis = _probe("analyze", request, Analysis, options.cpu_limit_s)
+    analysis = _probe("analyze", request, Analysis, options.cpu_limit_s, cache)
     if isinstance(analysis, str):
         return refuse(analysis)
     if analysis.refused is not None:
@@ -180,7 +188,7 @@ def import_plan(
         except ProblemRefused as err:
             return refuse(str(err), found)
         checked = _probe(
-            "check", CheckRequest(task_dir=str(folder)), CheckReport, options.cpu_limit_s
+            "check", CheckRequest(task_dir=str(folder)), CheckReport, options.cpu_limit_s, cache
         )
         if isinstance(checked, str):
             return refuse(checked, found)
@@ -287,13 +295,34 @@ def _without_dtypes(analysis: Analysis, dropped: set[str]) -> Analysis:
 
 
 def _probe(
-    command: str, request: BaseModel, result: type[Result], cpu_limit_s: float
+    command: str,
+    request: BaseModel,
+    result: type[Result],
+    cpu_limit_s: float,
+    cache: ProbeCache | None = None,
 ) -> Result | str:
     """Run the probe in a child process; its result, or why it gave none.
 
     The probe limits its own CPU time (`kbprobe.main`: RLIMIT_CPU, one thread); the wall clock
-    allows `WALL_PER_CPU` times as much, for a probe that waits without computing.
+    allows `WALL_PER_CPU` times as much, for a probe that waits without computing. A result
+    kept in `cache` for the same probe is returned without running it; a new one is kept.
     """
+    key = None
+    if cache is not None:
+        folder = Path(request.task_dir) if isinstance(request, CheckRequest) else None
+        key = probe_key(command, request, folder)
+        kept = cache.get(key)
+        if kept is not None:
+            return result.model_validate_json(kept)
+    found = _run_probe(command, request, result, cpu_limit_s)
+    if cache is not None and key is not None and not isinstance(found, str):
+        cache.put(key, found.model_dump_json())
+    return found
+
+
+def _run_probe(
+    command: str, request: BaseModel, result: type[Result], cpu_limit_s: float
+) -> Result | str:
     with tempfile.TemporaryDirectory(prefix="gauntlet-kbprobe-") as tmp:
         result_file = Path(tmp) / "result.json"
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
