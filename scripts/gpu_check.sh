@@ -21,12 +21,12 @@
 #            KernelBench snapshot (`python scripts/kb_kit.py`, 0.35 MiB: KernelBench's src/,
 #            the anchors' scripts and kernels, our imported tasks, cases.tsv) and carry it
 #            (carry [".whl", ".kb-kit"]; STEP_TIMEOUT=520 scripts/gpu_check.sh "$OUT" env kb)
-#   kbimport kbimport.log and kbimport/ (problems.jsonl, started.jsonl, runs.jsonl,
-#            coverage.{json,md}): issue 21's KernelBench import coverage of levels 1-3 on this
+#   kbimport kbimport.log and kbimport/ (problems.jsonl, runs.jsonl, probes.jsonl,
+#            coverage.md): issue 21's KernelBench import coverage of levels 1-3 on this
 #            machine's CPUs, each written task's baseline judged on `cpu`
 #            (scripts/kb_import_coverage.py --baseline); needs .kb-kit/ (its kb/KernelBench/);
 #            resumable: put a call's kbimport/*.jsonl under .kb-kit/kbimport/<n>/ and the next
-#            call skips those problems (docs/importers.md)
+#            call skips those problems and reuses their finished probes (docs/importers.md)
 #   kbcompat kbcompat.log and kbcompat/kb_compat.{json,md}: issue 21's KernelBench ModelNew
 #            files judged through the compatibility contract beside KernelBench's eval
 #            (scripts/kb_compat_evidence.py on .kb-kit/compat/tasks); resumable: put a call's
