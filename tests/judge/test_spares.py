@@ -131,9 +131,16 @@ def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+def _needs_confinement() -> None:
+    """A reference worker is kept only where candidates are confined."""
+    if (why := spares.confine.available()) is not None:
+        pytest.skip(f"this machine cannot confine, so keeps no reference worker: {why}")
+
+
 def test_one_reference_worker_serves_a_judges_judgments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _needs_confinement()
     task = SCALE_ADD()
     pids = _reference_pids(monkeypatch)
     with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
@@ -145,6 +152,20 @@ def test_one_reference_worker_serves_a_judges_judgments(
     assert len(pids) == 2 and pids[0] == pids[1]
     # The judge's end leaves no process behind.
     assert _gone(pids[0])
+
+
+def test_no_reference_worker_is_kept_where_candidates_run_unconfined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unconfined candidate runs as the judge's user beside the reference worker: a kept one
+    # would carry whatever it did to it into other submissions' judgments.
+    monkeypatch.setattr(spares.confine, "available", lambda: "no user namespaces (test)")
+    task = SCALE_ADD()
+    pids = _reference_pids(monkeypatch)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        verdicts = [warm.eval(task, task.root / "expert", seed=s) for s in (7111, 7112)]
+    assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
+    assert len(pids) == 2 and pids[0] != pids[1]
 
 
 def test_a_reference_worker_killed_between_judgments_is_replaced(
@@ -196,6 +217,7 @@ def _counting_task(folder: Path) -> Task:
 def test_a_tasks_module_state_does_not_reach_the_next_judgment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _needs_confinement()
     first, second = (_counting_task(tmp_path / name) for name in ("first", "second"))
     pids = _reference_pids(monkeypatch)
     with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
@@ -211,6 +233,7 @@ def test_a_tasks_module_state_does_not_reach_the_next_judgment(
 def test_a_kept_reference_worker_serves_a_tasks_checker_judgment_after_judgment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _needs_confinement()
     from gauntlet.importers.gpumode import GpuModeOptions, import_gpumode
 
     fixtures = Path(__file__).parents[1] / "importers/gpumode"

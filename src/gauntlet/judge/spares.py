@@ -317,7 +317,15 @@ class SparePool:
 
 
 def _fit(spare: Spare, idle: protocol.Idle) -> bool:
-    """Whether a reference worker, just reset, may serve another judgment."""
+    """Whether a reference worker, just reset, may serve another judgment.
+
+    Never where candidates run unconfined: one runs as the same user beside the reference
+    worker and could signal or trace it, and a kept worker would carry that into the next
+    judgments, other submissions' included.
+    """
+    if (why := confine.available()) is not None:
+        logger.info("a reference worker is not kept: candidates run unconfined here (%s)", why)
+        return False
     grown = idle.host_bytes - (spare.first_host_bytes or idle.host_bytes)
     if spare.served >= RESIDENT_JUDGMENTS:
         logger.info(
