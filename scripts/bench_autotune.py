@@ -64,15 +64,6 @@ def _tasks(args: argparse.Namespace) -> list[str]:
     return chosen
 
 
-def _cpu() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or platform.machine()
-
-
 def _cell(record: AttemptRecord | None) -> str:
     if record is None:
         return "-"
@@ -316,7 +307,7 @@ def _run_autotune(run_dir: Path) -> str | None:
 
 def _header(commit: str, span: str, autotune: str, run_dir: Path, parallel: object) -> str:
     return (
-        f"Machine: {_cpu()} ({platform.machine()}, {os.cpu_count()} cores), "
+        f"Machine: {devices.cpu_model()} ({platform.machine()}, {os.cpu_count()} cores), "
         f"{', '.join(d.description for d in devices.list_devices())}; "
         f"{span}; commit {commit}; agent `{autotune}`; run {run_dir}, --parallel {parallel}."
     )

@@ -340,7 +340,7 @@ def main() -> int:
     )
     start = SearchFigures(
         date=f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        host=f"{platform.node()}, {_cpu()} ({os.cpu_count()} cores)",
+        host=f"{platform.node()}, {devices.cpu_model()} ({os.cpu_count()} cores)",
         device=name,
         task_id=args.task,
         proposer=args.proposer,
@@ -420,15 +420,6 @@ def _search(task: Task, device: str, args: argparse.Namespace, figures: Figures,
         pass
     figures.update(state)
     return message
-
-
-def _cpu() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gauntlet import devices
 from gauntlet.accel import MemoryContract, SimResult, assemble, get_platform, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,18 +267,6 @@ def numpy_floor(repeats: int) -> dict[str, float]:
     return figures
 
 
-def cpu_model() -> str:
-    """The CPU's model name, as `lscpu` reports it (read from /proc/cpuinfo)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        return "unknown"
-    for line in text.splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -313,7 +302,7 @@ def write_report(
         "# Simulator speed",
         "",
         "Measured with `.venv/bin/python scripts/bench_sim.py --write` on "
-        f"{today}: {cpu_model()}, {cores} cores (the benchmark uses one), Python "
+        f"{today}: {devices.cpu_model()}, {cores} cores (the benchmark uses one), Python "
         f"{sys.version.split()[0]}, NumPy {np.__version__}, ml-dtypes {ml_dtypes.__version__}. "
         f"Time is the simulating process's CPU time, best of {repeats} rounds that run the "
         "programs in turn; the machine was shared with other work, so the figures are a floor "

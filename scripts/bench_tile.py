@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gauntlet import devices
 from gauntlet.accel import assemble, simulate
 from gauntlet.judge.asm_backend import config_setup, draw_inputs, reference_outputs
 from gauntlet.task import Task, load_task
@@ -122,15 +123,9 @@ def main() -> int:
 
 def machine() -> str:
     """The CPU model, the cores this process may use, and the Python and NumPy versions."""
-    model = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
     cores = len(os.sched_getaffinity(0))
-    return f"{model}, {cores} cores, Python {sys.version.split()[0]}, NumPy {np.__version__}"
+    python = sys.version.split()[0]
+    return f"{devices.cpu_model()}, {cores} cores, Python {python}, NumPy {np.__version__}"
 
 
 def write(

@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gauntlet import devices
 from gauntlet.importers.kernelbench import ImportOptions, import_problem, problem_files
 from gauntlet.importers.probecache import ProbeCache, code_digest
 from gauntlet.importers.report import ProblemReport
@@ -117,14 +118,7 @@ def machine() -> dict[str, Any]:
     """The host: CPU model, cores, memory, and the versions that decide the outcome."""
     import torch
 
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
+    cpu = devices.cpu_model()
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(pages / 2**30, 1),
             "python": platform.python_version(), "torch": torch.__version__,

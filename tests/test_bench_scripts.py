@@ -188,3 +188,13 @@ def test_a_run_skips_merged_problems_and_records_an_importer_error_as_a_refusal(
     level = cover.summarize(out, [earlier])["levels"]["1"]
     assert (level["imported"], level["refused"]) == (1, 1)
     assert level["refused_ids"] == {"importer error": [2]}
+
+
+def test_the_benchmarks_name_the_cpu_they_ran_on() -> None:
+    from gauntlet import devices
+
+    model = devices.cpu_model()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file() and "model name" in cpuinfo.read_text(encoding="utf-8"):
+        assert f": {model}" in cpuinfo.read_text(encoding="utf-8")
+    assert model and "\n" not in model

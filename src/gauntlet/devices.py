@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import platform
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,6 +53,21 @@ def list_devices() -> tuple[DeviceInfo, ...]:
         for p in _platforms()
     ]
     return tuple(found)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (`/proc/cpuinfo`), else what `platform` knows.
+
+    For benchmark records, which name the machine they were measured on.
+    """
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def _gpus() -> list[DeviceInfo]:
