@@ -125,21 +125,48 @@ def machine() -> dict[str, Any]:
             "kernel": platform.release()}  # fmt: skip
 
 
+#: Wall seconds a baseline judgment may take (its child process is killed past them).
+BASELINE_TIMEOUT_S = 3600
+
+
 def _baseline(tasks: Path, report: ProblemReport, id_prefix: str) -> dict[str, Any]:
-    """The written task's baseline judged on `cpu`, all configs: passed, how many, why not."""
-    from gauntlet.task import load_task
-    from gauntlet.taskcheck import baseline_passes
+    """The written task's baseline judged on `cpu`, all configs: passed, how many, why not.
+
+    Judged in a child process (this script's `--judge-baseline`): judgments made side by side
+    in one process's threads leave memory-file descriptors of the judge's channel open (about
+    ten each, measured here on 2026-11-27), and past descriptor 1024 the channel's `select()`
+    fails every later judgment; a child's descriptors end with it.
+    """
+    from gauntlet import process
 
     assert report.task_id is not None
     started = time.monotonic()
+    folder = tasks / report.task_id.removeprefix(f"{id_prefix}/")
+    argv = [sys.executable, str(Path(__file__).resolve()), "--judge-baseline", str(folder)]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    finished = process.run(argv, timeout_s=BASELINE_TIMEOUT_S, env=env)
     try:
-        task = load_task(tasks / report.task_id.removeprefix(f"{id_prefix}/"))
-        checked = baseline_passes(task, "cpu")
+        found = json.loads(finished.stdout.strip().splitlines()[-1])
+        passed, detail = bool(found["passed"]), str(found["detail"])
+    except (IndexError, json.JSONDecodeError, KeyError, TypeError):
+        ended = finished.signal_name or f"exit {finished.returncode}"
+        passed, detail = False, f"the judgment gave no result ({ended}): {finished.stderr[-300:]}"
+    return {"passed": passed, "detail": detail[:400],
+            "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+
+
+def judge_baseline(folder: Path) -> int:
+    """`--judge-baseline`: one task's baseline judged on `cpu`, printed as a JSON line."""
+    from gauntlet.task import load_task
+    from gauntlet.taskcheck import baseline_passes
+
+    try:
+        checked = baseline_passes(load_task(folder), "cpu")
         passed, detail = checked.ok, checked.detail
     except Exception as err:  # noqa: BLE001 - recorded as the baseline's failure, as in `one`
         passed, detail = False, f"the check raised {type(err).__name__}: {err}"
-    return {"passed": passed, "detail": detail[:400],
-            "seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+    print(json.dumps({"passed": passed, "detail": detail}), flush=True)
+    return 0
 
 
 def queue(
@@ -374,7 +401,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernelbench", type=Path, help="A KernelBench checkout.")
     parser.add_argument("--kernelbench-commit", default="", help="Its commit, if not a git tree.")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--tasks-dir", type=Path, help="Where tasks go (default: OUT/tasks).")
     parser.add_argument(
         "--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3]
@@ -394,10 +421,15 @@ def main() -> int:
     )
     parser.add_argument("--fresh", action="store_true", help="Forget OUT's records.")
     parser.add_argument("--summary", action="store_true", help="Only summarize OUT.")
+    parser.add_argument("--judge-baseline", type=Path, help="Only judge this task's baseline.")
     parser.add_argument(
         "--merge", type=Path, nargs="*", default=[], help="Earlier runs' OUT folders, read first."
     )
     args = parser.parse_args()
+    if args.judge_baseline is not None:
+        return judge_baseline(args.judge_baseline)
+    if args.out is None:
+        parser.error("--out is required")
     if not args.summary:
         if args.kernelbench is None:
             parser.error("--kernelbench is required to run")
