@@ -162,3 +162,31 @@ def test_a_memory_file_of_another_size_is_refused() -> None:
     reader.close()
     for fd in (memory, read_fd, write_fd):
         os.close(fd)
+
+
+def test_a_channel_on_a_descriptor_past_1024_is_read() -> None:
+    # A judge running many judgments in threads of one process reached descriptors numbered
+    # past 1024, where `select` fails (FD_SETSIZE) and every later judgment failed with it.
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1100:
+        pytest.skip(f"descriptors are limited to {hard} here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    ours, theirs = socket.socketpair()
+    high = os.dup2(ours.fileno(), 1090)
+    try:
+        reader = FrameReader(high)
+        with pytest.raises(ChannelTimeout):
+            reader.read(time.monotonic() + 0.05)
+        write_frame(theirs.fileno(), {"event": "ready"}, [torch.arange(4)])
+        header, tensors = reader.read(time.monotonic() + 5)
+        assert header["event"] == "ready" and torch.equal(tensors[0], torch.arange(4))
+        theirs.close()
+        with pytest.raises(ChannelClosed):
+            reader.read(time.monotonic() + 5)
+        reader.close()
+    finally:
+        os.close(high)
+        ours.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

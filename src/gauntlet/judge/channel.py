@@ -20,6 +20,7 @@ import array
 import errno
 import fcntl
 import json
+import math
 import mmap
 import os
 import select
@@ -299,10 +300,13 @@ class FrameReader:
         buffer = bytearray(size)
         view = memoryview(buffer)
         filled = 0
+        # poll, not select: select fails on a descriptor numbered 1024 or more (FD_SETSIZE),
+        # which a judge that runs many judgments in threads of one process reaches.
+        waiting = select.poll()
+        waiting.register(self.fd, select.POLLIN)
         while filled < size:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
+            if not waiting.poll(None if timeout is None else math.ceil(timeout * 1000)):
                 raise ChannelTimeout()
             count = self._receive(view[filled:])
             if not count:
