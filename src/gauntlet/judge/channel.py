@@ -220,6 +220,10 @@ class FrameReader:
         self.sock = socket.socket(fileno=os.dup(fd)) if _is_socket(fd) else None
         self.passed: list[int] = []
         """Descriptors received with the bytes read so far, oldest first."""
+        # poll, not select: select fails on a descriptor numbered 1024 or more (FD_SETSIZE),
+        # which a judge that runs many judgments in threads of one process reaches.
+        self._waiting = select.poll()
+        self._waiting.register(fd, select.POLLIN)
 
     def close(self) -> None:
         """Close the descriptors received and not used, and the reader's socket."""
@@ -300,13 +304,9 @@ class FrameReader:
         buffer = bytearray(size)
         view = memoryview(buffer)
         filled = 0
-        # poll, not select: select fails on a descriptor numbered 1024 or more (FD_SETSIZE),
-        # which a judge that runs many judgments in threads of one process reaches.
-        waiting = select.poll()
-        waiting.register(self.fd, select.POLLIN)
         while filled < size:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not waiting.poll(None if timeout is None else math.ceil(timeout * 1000)):
+            if not self._waiting.poll(None if timeout is None else math.ceil(timeout * 1000)):
                 raise ChannelTimeout()
             count = self._receive(view[filled:])
             if not count:

@@ -1598,9 +1598,8 @@ class _Worker:
 
     def close(self) -> None:
         """Stop the worker (a spare's slot goes with it; a kept one was given back already)."""
-        if self.spare is not None and self.pool is not None:
+        if self.spare is not None:
+            assert self.pool is not None, "a spare comes with its pool (`adopt`)"
             self.pool.give_back(self.spare, None)
-        elif self.spare is not None:
-            self.spare.discard()
         else:
             self.handle.close()

@@ -306,11 +306,7 @@ class _Trusted:
         new weight or shape) is no code the judge relies on, and the audit hook already counts
         it as the submission's.
         """
-        writable = tuple(
-            str(Path(p).resolve()) + os.sep
-            for p in (os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""))
-            if p
-        )
+        writable = _writable_folders()
         # A copy to iterate, and the module's own dict read: a lazy module's `__getattr__`
         # may import (and so add to `sys.modules`) when asked for `__file__`.
         self.module_entries = {
@@ -712,6 +708,15 @@ def _class_makers() -> frozenset[CodeType]:
     return frozenset(f.__code__ for f in found if f is not None and hasattr(f, "__code__"))
 
 
+def _writable_folders() -> tuple[str, ...]:
+    """The worker's own writable folders: its working directory, HOME and TMPDIR.
+
+    Resolved, each ending in a separator. Code found there is nobody's the judge relies on.
+    """
+    found = (os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""))
+    return tuple(sorted({str(Path(p).resolve()) + os.sep for p in found if p}))
+
+
 def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
     """Stop the process when the submission's own code raises a banned audit event.
 
@@ -743,9 +748,7 @@ def _install_audit_hook(submission_dir: Path, task_root: Path) -> None:
     # like the standard library; a read of a frame attribute is asked of PyTorch's and
     # Triton's own code instead (their exception handling reads tracebacks).
     packages = tuple(folder(paths[key]) for key in ("purelib", "platlib"))
-    home = os.environ.get("HOME", "")
-    writable = {folder(p) for p in (os.getcwd(), home, os.environ.get("TMPDIR", "")) if p}
-    ours = (folder(submission_dir), *sorted(writable))
+    ours = (folder(submission_dir), *_writable_folders())
     trusted = (
         tuple(
             entry
@@ -1440,12 +1443,10 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
         # Set here rather than at the process's start, so one spare serves any task's limit;
         # on top of what the trusted imports mapped (a CUDA build of PyTorch maps gigabytes of
         # libraries a CPU judgment never touches), so a task's limit means the same anywhere.
+        # Memory held in files, outside the address space, is bounded from it just before
+        # the submission loads (`_bound_memory_files`).
         limit = request.memory_limit_bytes + _mapped_bytes()
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        # A file's pages are outside the address space: a memory file (`memfd_create`) or a
-        # file on a tmpfs grows no larger than the limit (`EFBIG`), a frame of the channel's
-        # (tensors this process holds, so within it) fits.
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     _load_prebuilt(request)
     trusted = _Trusted()
     try:
