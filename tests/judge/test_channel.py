@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import json
 import os
 import socket
+import sys
 import time
 
 import pytest
 import torch
 
+from gauntlet import process
 from gauntlet.judge import channel
 from gauntlet.judge.channel import (
     ChannelClosed,
@@ -190,3 +193,50 @@ def test_a_channel_on_a_descriptor_past_1024_is_read() -> None:
         os.close(high)
         ours.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+_WRITER = """
+import sys
+import numpy as np
+from gauntlet.judge.channel import write_frame
+for i in range(3):
+    write_frame(int(sys.argv[1]), {"frame": i}, [np.full(1 << 18, float(i))])  # 2 MiB each
+"""
+
+
+def _frame_files() -> tuple[set[str], int]:
+    """This process's descriptors of frame memory files, and its mappings of them."""
+    links = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if "gauntlet-frame" in link:
+            links.add(f"{name} {link}")
+    with open("/proc/self/maps") as maps:
+        return links, sum("gauntlet-frame" in line for line in maps)
+
+
+def test_frames_kept_from_another_process_hold_no_descriptor() -> None:
+    # The judge keeps reference frames across judgments (`_REFERENCES`). Mapped with Python's
+    # mmap, each kept one held a descriptor of its memory file: 80 after four judgments of
+    # KernelBench level 1 tasks, past any soft limit of 1024 in a run of a whole level.
+    read_fd, write_fd = _socket_pair()
+    before, _ = _frame_files()
+    writer = process.Child([sys.executable, "-c", _WRITER, str(write_fd)], pass_fds=(write_fd,))
+    os.close(write_fd)
+    reader = FrameReader(read_fd)
+    kept = [reader.read(time.monotonic() + 60) for _ in range(3)]
+    finished = writer.wait(timeout_s=60)
+    assert finished.returncode == 0, finished.stderr
+    reader.close()
+    os.close(read_fd)
+    assert [header["frame"] for header, _ in kept] == [0, 1, 2]
+    assert [float(arrays[0].sum()) for _, arrays in kept] == [0.0, 1 << 18, 2 << 18]
+    held, mapped = _frame_files()
+    assert held - before == set()
+    assert mapped >= 3  # shared, not copied
+    del kept
+    gc.collect()
+    assert _frame_files()[1] == mapped - 3  # unmapped once nothing refers to them
