@@ -392,6 +392,9 @@ class TaskSpec(_Model):
     timeout_s: float = Field(default=120, gt=0)
     """Wall-clock limit of one config's checks in the worker."""
     memory_limit_mb: int = Field(default=4096, gt=0)
+    """Host memory a candidate's worker may add past its trusted imports: its address space on
+    a `cpu` device, its data segment (heap, host tensors) on a GPU, where device memory, pinned
+    memory and the channel's memory files that carry its outputs are not counted."""
 
     def device_kinds(self) -> list[str]:
         """Device kinds this task can be judged on."""

@@ -10,7 +10,9 @@ import pytest
 from gauntlet import confine, settings
 from gauntlet.judge import judge, kernel_cache
 from gauntlet.judge.pipeline import digest
-from tests.support.fixtures import SCALE_ADD
+from gauntlet.judge.python_backend import PythonBackend
+from gauntlet.task import Config, load_task
+from tests.support.fixtures import SCALE_ADD, with_spec
 
 CORPUS = Path(__file__).parents[1] / "judge" / "corpus"
 
@@ -66,3 +68,71 @@ def test_a_submissions_compiled_kernels_are_kept_for_its_next_judgment(
     assert second.status == "pass", second.reason
     # The second candidate started with the first one's kernels in its private cache.
     assert seeded[0] == 0 and seeded[1] > 0
+
+
+#: Inputs drawn on the judged device, as the shipped tasks' are (`taskkit.draw`): the fixture's
+#: own are drawn on the host, which a GPU candidate's host memory cap counts.
+DEVICE_INPUTS = """
+import torch
+
+
+def make_inputs(config, seed, distribution, device):
+    gen = torch.Generator(device=device).manual_seed(seed)
+    n = config["n"]
+    if distribution == "uniform":
+        x, y = (torch.rand(n, generator=gen, device=device) * 2 - 1 for _ in range(2))
+    else:
+        x, y = (torch.randn(n, generator=gen, device=device) for _ in range(2))
+    return {"x": x, "y": y, "alpha": 1.5}
+"""
+
+#: The expert's kernel, which first makes sure the premise holds: its host memory is capped.
+CAPPED_EXPERT = """
+import resource
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
+
+
+def scale_add(x, y, alpha):
+    if resource.getrlimit(resource.RLIMIT_DATA)[1] == resource.RLIM_INFINITY:
+        raise RuntimeError("the candidate has no host memory cap")
+    out = torch.empty_like(x)
+    n = x.numel()
+    _scale_add[(triton.cdiv(n, 1024),)](x, y, out, n, alpha, BLOCK=1024)
+    return out
+"""
+
+
+def test_an_output_larger_than_the_host_memory_cap_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A GPU candidate's data segment is capped at the task's memory_limit_mb past its imports
+    # (`worker.memory_cap`). Its output leaves it through pinned memory and the channel
+    # (inline, past its memory files' size bound), neither counted: an output larger than the
+    # whole cap still passes. 1.25 GiB of output against a 1 GiB cap (about 19 GiB of GPU
+    # memory in all: `footprint.py`).
+    root = tmp_path / "task"
+    shutil.copytree(SCALE_ADD().root, root)
+    (root / "inputs.py").write_text(DEVICE_INPUTS)
+    task = load_task(root)
+    large = Config(name="C1", params={"n": 5 << 26, "dtype": "float32"})
+    configs = task.spec.configs.model_copy(update={"visible": [large]})
+    task = with_spec(task, memory_limit_mb=1024, configs=configs)
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "kernel.py").write_text(CAPPED_EXPERT)
+    # The static guards would refuse `resource`; the check is the test's, not the kernel's.
+    monkeypatch.setattr(PythonBackend, "guard", lambda self, task, submission: None)
+    verdict = judge(task, submission, device="cuda:0", seed=3, configs="visible", time_cap_s=0.2)
+    assert verdict.status == "pass", verdict.reason

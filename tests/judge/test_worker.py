@@ -7,6 +7,8 @@ so the cases stay cheap; `tests/exploits/corpus_runtime/` judges the same mechan
 
 from __future__ import annotations
 
+import json
+import resource
 import subprocess
 import sys
 import textwrap
@@ -325,3 +327,78 @@ def test_a_lazy_module_that_imports_when_asked_is_recorded_without_calling_it(
     trusted = worker._Trusted()
     assert "lazy___file__" not in sys.modules
     assert trusted.changed() == []
+
+
+def _status_bytes(field: str) -> int:
+    """A size from this process's `/proc/self/status` (`VmSize`, `VmData`), in bytes."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith(f"{field}:"))
+    return int(line.split()[1]) << 10
+
+
+@pytest.mark.parametrize(
+    ("device", "kind", "counted"),
+    [("cpu", resource.RLIMIT_AS, "VmSize"), ("cuda", resource.RLIMIT_DATA, "VmData")],
+)
+def test_the_memory_cap_is_the_tasks_limit_past_what_it_already_counts(
+    device: str, kind: int, counted: str
+) -> None:
+    # The address space on the CPU; on a GPU, where CUDA reserves virtual ranges of many GiB,
+    # the data segment (heap and private writable mappings), which the imports fill in part.
+    before = _status_bytes(counted)
+    cap_kind, cap_bytes = worker.memory_cap(device, 1 << 30)
+    after = _status_bytes(counted)
+    assert cap_kind == kind
+    assert min(before, after) <= cap_bytes - (1 << 30) <= max(before, after)
+
+
+#: A worker's process on a GPU past its trusted imports: the cap as `_serve` sets it and the
+#: file bounds as set before the submission loads, then what the submission would try (the
+#: probes of `c5_memory_outside_the_limit` and `c5_memory_files_past_the_descriptor_bound`).
+GPU_CAPPED = """
+import errno, json, os, resource
+from gauntlet.judge import worker
+
+worker._cap_memory("cuda", 256 << 20)
+worker._bound_memory_files()
+cap = resource.getrlimit(resource.RLIMIT_DATA)
+found = {"cap": cap, "address_space": resource.getrlimit(resource.RLIMIT_AS)[1]}
+held = bytearray(128 << 20)
+try:
+    bytearray(320 << 20)
+    found["past the cap"] = "allocated"
+except MemoryError:
+    found["past the cap"] = "refused"
+memory = os.memfd_create("hoard")
+try:
+    os.pwrite(memory, b"\\x01", cap[0])
+    found["memory file past the cap"] = "written"
+except OSError as err:
+    found["memory file past the cap"] = errno.errorcode[err.errno]
+found["files"] = resource.getrlimit(resource.RLIMIT_NOFILE)
+found["file_bytes"] = resource.getrlimit(resource.RLIMIT_FSIZE)
+print(json.dumps(found))
+"""
+
+
+def test_a_gpu_candidates_cap_refuses_host_memory_and_memory_files_past_it() -> None:
+    # The same limits a GPU candidate gets (`worker._cap_memory` with `cuda`), in a process
+    # of their own: they are set hard, for good. No GPU is needed to set or to test them.
+    ran = subprocess.run(
+        [sys.executable, "-c", GPU_CAPPED],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    found = json.loads(ran.stdout)
+    soft, hard = found["cap"]
+    assert soft == hard != resource.RLIM_INFINITY
+    assert found["address_space"] == resource.getrlimit(resource.RLIMIT_AS)[1]  # left alone
+    assert found["past the cap"] == "refused"
+    assert found["memory file past the cap"] == "EFBIG"
+    # All the memory files it may hold, open or queued unread on a socket, within the cap.
+    files, file_bytes = found["files"][1], found["file_bytes"][1]
+    assert files != resource.RLIM_INFINITY and file_bytes != resource.RLIM_INFINITY
+    assert 2 * files * file_bytes <= hard

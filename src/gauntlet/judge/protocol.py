@@ -112,6 +112,9 @@ class WorkerRequest(_Frame):
     compile_reference: list[str]
     check_determinism: bool
     memory_limit_bytes: int
+    """Host memory the worker may add past its trusted imports (0: no cap): the task's
+    `memory_limit_mb`, for a candidate on any device (`worker.memory_cap`), for the reference on
+    the CPU only."""
     prebuilt: str | None = None
     """The folder of the CUDA build's run manifest: both roles load prebuilt units from it (the
     reference worker only the task's own, since it never imports the submission)."""

@@ -462,7 +462,15 @@ class _Evaluation:
             if spec.track.startswith("torch2") and self.request.compile_reference
             else [],
             check_determinism=True,
-            memory_limit_bytes=spec.memory_limit_mb << 20 if self.request.device == "cpu" else 0,
+            # The candidate's host memory is capped on every device (`worker.memory_cap`). The
+            # reference runs trusted task code only, capped on the CPU alone: on a GPU the cap
+            # is the data segment, which counts the host copy of a candidate's output that a
+            # task's checker receives there (gigabytes on GPU-sized configs).
+            memory_limit_bytes=(
+                spec.memory_limit_mb << 20
+                if role == "candidate" or self.request.device == "cpu"
+                else 0
+            ),
             # Without it the reference worker rebuilt a CUDA baseline on every judgment (24 s
             # of its setup for cuda2cuda/matmul on an H200).
             prebuilt=str(build.artifact) if spec.submission.language == "cuda" else None,

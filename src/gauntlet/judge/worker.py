@@ -921,6 +921,59 @@ class _Launches:
         return all(getattr(cls, "run", None) is run for cls, run in self.patched)
 
 
+def _mapped_bytes() -> int:
+    """This process's address space now (`/proc/self/statm`)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _data_bytes() -> int:
+    """This process's data segment now (`VmData` in `/proc/self/status`).
+
+    What `RLIMIT_DATA` counts: the heap and every private writable mapping.
+    """
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) << 10
+    raise OSError("/proc/self/status has no VmData line")
+
+
+#: The limit that caps a candidate's host memory on each device. On the CPU its address space,
+#: which counts everything it maps. On a GPU that cannot be used (CUDA reserves virtual ranges
+#: of many GiB as it starts), so its data segment: the heap and private writable mappings
+#: (host tensors, NumPy arrays, Python objects). Measured on an H200: CUDA, cuBLAS, Triton,
+#: `torch.compile` and the profiler all work under it, and a host allocation past it fails;
+#: what it does not count (pinned memory from `cudaHostAlloc`, shared mappings) is in
+#: tests/exploits/README.md, known limits. ROCm taken to be as CUDA (not measured).
+MEMORY_CAPS = {
+    "cpu": resource.RLIMIT_AS,
+    "cuda": resource.RLIMIT_DATA,
+    "rocm": resource.RLIMIT_DATA,
+}
+
+#: What each cap counts, measured now.
+_IN_USE = {resource.RLIMIT_AS: _mapped_bytes, resource.RLIMIT_DATA: _data_bytes}
+
+
+def memory_cap(device: str, limit_bytes: int) -> tuple[int, int]:
+    """The resource limit that caps a candidate's host memory on `device`, and its value.
+
+    The value is the task's limit on top of what the limit already counts (the trusted imports:
+    a CUDA build of PyTorch maps gigabytes of libraries a CPU judgment never touches, and holds
+    1.4 GB of data segment after `import torch`), so a task's limit is what its candidate may
+    add, the same on any machine.
+    """
+    kind = MEMORY_CAPS[device]
+    return kind, limit_bytes + _IN_USE[kind]()
+
+
+def _cap_memory(device: str, limit_bytes: int) -> None:
+    """Cap this process's host memory (`memory_cap`), soft and hard: no raising it again."""
+    kind, limit = memory_cap(device, limit_bytes)
+    resource.setrlimit(kind, (limit, limit))
+
+
 #: Descriptors a candidate on a memory cap may open beyond the highest the worker holds when
 #: the submission loads (it holds about a dozen): room for a compiler pool's pipes and the
 #: submission's own files.
@@ -928,17 +981,18 @@ CANDIDATE_FD_HEADROOM = 64
 
 
 def _bound_memory_files() -> None:
-    """Bound the memory a candidate can hold in files, outside its address space.
+    """Bound the memory a candidate can hold in files, outside its memory cap.
 
-    A memory file (`memfd_create`) that is not mapped is counted by no address-space limit,
-    only by the file-size limit, one file at a time, and a process can hold as many as it has
+    A memory file (`memfd_create`) that is not mapped is counted by no memory limit, only by
+    the file-size limit, one file at a time, and a process can hold as many as it has
     descriptors, plus as many again queued unread on a socket (the kernel bounds those by the
-    same descriptor limit). With the worker's file-size limit at its address-space limit and
-    the host's descriptor limit (tens of thousands), that was tens of thousands of times the task's
+    same descriptor limit). With the worker's file-size limit at its memory cap and the host's
+    descriptor limit (tens of thousands), that was tens of thousands of times the task's
     memory cap. Here the descriptors are capped (soft and hard, so the submission cannot raise
-    them again) and each file may hold a share of the address-space limit, so that all of
-    them together hold no more than that limit once more. The worker's own frames too large for
-    one file go through the socket instead (`channel.write_frame`).
+    them again) and each file may hold a share of the memory cap (`memory_cap`: the
+    address-space limit on the CPU, the data-segment limit on a GPU), so that all of them
+    together hold no more than that cap once more. The worker's own frames too large for one
+    file go through the socket instead (`channel.write_frame`).
     """
     highest = max(int(name) for name in os.listdir("/proc/self/fd"))
     descriptors = highest + 1 + CANDIDATE_FD_HEADROOM
@@ -946,9 +1000,10 @@ def _bound_memory_files() -> None:
     if hard != resource.RLIM_INFINITY:
         descriptors = min(descriptors, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
-    address_space = resource.getrlimit(resource.RLIMIT_AS)[1]
-    if address_space != resource.RLIM_INFINITY:
-        per_file = address_space // (2 * descriptors)
+    caps = [resource.getrlimit(kind)[1] for kind in MEMORY_CAPS.values()]
+    bounded = [cap for cap in caps if cap != resource.RLIM_INFINITY]
+    if bounded:
+        per_file = min(bounded) // (2 * descriptors)
         resource.setrlimit(resource.RLIMIT_FSIZE, (per_file, per_file))
 
 
@@ -1322,12 +1377,6 @@ def _short_traceback(limit_chars: int = 6000) -> str:
     return frames + message
 
 
-def _mapped_bytes() -> int:
-    """This process's address space now (`/proc/self/statm`)."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def _import_trusted(device: str, ahead: bool = False) -> None:
     """Import what every role relies on, before any request (and so any submission) arrives.
 
@@ -1440,13 +1489,10 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
     if request.device != device:
         raise SystemExit(f"worker: started for {device}, asked to run on {request.device}")
     if request.memory_limit_bytes:
-        # Set here rather than at the process's start, so one spare serves any task's limit;
-        # on top of what the trusted imports mapped (a CUDA build of PyTorch maps gigabytes of
-        # libraries a CPU judgment never touches), so a task's limit means the same anywhere.
-        # Memory held in files, outside the address space, is bounded from it just before
-        # the submission loads (`_bound_memory_files`).
-        limit = request.memory_limit_bytes + _mapped_bytes()
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # Set here rather than at the process's start, so one spare serves any task's limit.
+        # Memory held in files, outside the cap, is bounded from it just before the submission
+        # loads (`_bound_memory_files`).
+        _cap_memory(device, request.memory_limit_bytes)
     _load_prebuilt(request)
     trusted = _Trusted()
     try:
