@@ -3,8 +3,32 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+
+#: The verdicts' phases (`phases_s`) that the GPU tier's summary adds up per test: where a GPU
+#: judgment's time goes. `device_wait` is the wait for the GPU's lock (`devicelock.py`);
+#: `reference`, `startup`, `correctness` and `timing` are spent holding it.
+SUMMED_PHASES = (
+    "build",
+    "spawn",
+    "imports",
+    "device_wait",
+    "reference",
+    "startup",
+    "correctness",
+    "timing",
+    "teardown",
+)
+#: Tests the summary lists, slowest first.
+SUMMARY_TESTS = 40
+
+#: Per GPU test (node id): its judgments' summed phases and its call's wall time, collected
+#: from the reports (in xdist's controller too, where the workers' reports arrive).
+_PHASES: dict[str, dict[str, float]] = {}
+_WALLS: dict[str, float] = {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,3 +53,61 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, option in gates.items():
             if marker in item.keywords and not config.getoption(option):
                 item.add_marker(pytest.mark.skip(reason=f"needs {option}"))
+
+
+@pytest.fixture(autouse=True)
+def _judge_phases(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Under --gpu, a GPU test's judgments' phases, summed into its report.
+
+    The GPU tier's wall time is mostly judgments waiting for the one GPU's lock and holding
+    it; the summary at the end of the run says how long each test's did. Every judgment that
+    gets past its build passes through `pipeline._check` once.
+    """
+    if not request.config.getoption("--gpu") or request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    from gauntlet.judge import pipeline
+
+    totals = dict.fromkeys(("judgments", *SUMMED_PHASES), 0.0)
+    check = pipeline._check
+
+    def summed(*args: Any, **kwargs: Any) -> Any:
+        verdict = check(*args, **kwargs)
+        totals["judgments"] += 1
+        for name in SUMMED_PHASES:
+            totals[name] += verdict.phases_s.get(name, 0.0)
+        return verdict
+
+    monkeypatch.setattr(pipeline, "_check", summed)
+    yield
+    request.node.user_properties.append(("judge_phases", totals))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _WALLS[report.nodeid] = report.duration
+    for name, value in report.user_properties:
+        if name == "judge_phases" and isinstance(value, dict):
+            _PHASES[report.nodeid] = value
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The GPU tests' judge phases: totals, then the slowest tests' own."""
+    if not _PHASES:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("judge phases of the GPU tests (s)")
+    columns = ("wall", "judgments", *SUMMED_PHASES)
+    rows = {node: {"wall": _WALLS.get(node, 0.0), **phases} for node, phases in _PHASES.items()}
+    totals = {c: sum(r.get(c, 0.0) for r in rows.values()) for c in columns}
+    widths = [max(len(c), 6) for c in columns]
+
+    def line(values: list[float], label: str) -> str:
+        return " ".join(f"{v:{w}.1f}" for v, w in zip(values, widths, strict=True)) + "  " + label
+
+    write(" ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)) + "  test")
+    write(line([totals[c] for c in columns], f"all {len(rows)} tests"))
+    for node in sorted(rows, key=lambda node: -rows[node]["wall"])[:SUMMARY_TESTS]:
+        write(line([rows[node].get(c, 0.0) for c in columns], node))

@@ -12,7 +12,7 @@ from gauntlet.judge import judge, kernel_cache
 from gauntlet.judge.pipeline import digest
 from gauntlet.judge.python_backend import PythonBackend
 from gauntlet.task import Config, load_task
-from tests.support.fixtures import SCALE_ADD, with_spec
+from tests.support.fixtures import SCALE_ADD, VERDICT_TIME_CAP_S, with_spec
 
 CORPUS = Path(__file__).parents[1] / "judge" / "corpus"
 
@@ -42,7 +42,7 @@ def test_gpu_verdict_equals_cpu_verdict(case: str, tmp_path: Path) -> None:
     task = SCALE_ADD()
     shutil.copyfile(CORPUS / f"{case}.py", tmp_path / "kernel.py")
     on_cpu = judge(task, tmp_path, device="cpu", seed=5)
-    on_gpu = judge(task, tmp_path, device="cuda:0", seed=5)
+    on_gpu = judge(task, tmp_path, device="cuda:0", seed=5, time_cap_s=VERDICT_TIME_CAP_S)
     assert on_gpu.status == on_cpu.status, (on_cpu.reason, on_gpu.reason)
 
 

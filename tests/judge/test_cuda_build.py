@@ -40,7 +40,7 @@ from gauntlet.judge.cuda_build import (
 from gauntlet.judge.pipeline import prebuild
 from gauntlet.judge.service import Judge
 from gauntlet.task import Task, load_task
-from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
+from tests.support.fixtures import SCALE_ADD, TASKS, VERDICT_TIME_CAP_S, with_spec
 
 TASK_DIR = TASKS / "cuda2cuda" / "scale_add_cuda"
 VARIANTS = TASK_DIR / "variants"
@@ -656,7 +656,18 @@ def test_a_cpp_extension_builds_once_and_loads_from_the_cache(tmp_path: Path, ca
 
 @pytest.fixture(scope="module")
 def gpu_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    folder = tmp_path_factory.mktemp("cuda-cache")
+    """A build cache of this test session's own, shared by its xdist workers.
+
+    These tests build the same units (the fixture task's baseline, its expert), tens of
+    seconds of nvcc each: a folder per worker built them again in every worker the tests
+    were spread over, on the cores the rest of the GPU tier's judgments need. Concurrent
+    builds of one unit are safe (`cuda_build.py`: the first rename into the cache wins).
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    folder = root / "cuda-cache"
+    folder.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(settings, "CACHE_DIR", folder)
         yield folder
@@ -671,7 +682,9 @@ def cuda_source_line(text: str, needle: str) -> int:
 @pytest.mark.gpu
 def test_gpu_load_inline_expert_passes_and_the_gpu_never_compiles(gpu_cache: Path) -> None:
     task = cuda_task()
-    verdict = judge(task, TASK_DIR / "expert", device="cuda:0", seed=3)
+    verdict = judge(
+        task, TASK_DIR / "expert", device="cuda:0", seed=3, time_cap_s=VERDICT_TIME_CAP_S
+    )
     assert verdict.status == "pass", verdict.reason
     assert verdict.timed and all(c.timing is not None for c in verdict.configs)
     assert "not built ahead" not in verdict.stderr
@@ -718,9 +731,11 @@ def test_gpu_a_warm_judge_starts_no_cuda_candidate_cold(
     cold: list[str] = []
     start = python_backend._Worker.start.__func__  # type: ignore[attr-defined]
 
-    def counted(cls: type, request: protocol.WorkerRequest, *args: object) -> object:
+    def counted(
+        cls: type, /, request: protocol.WorkerRequest, *args: object, **kwargs: object
+    ) -> object:
         cold.append(request.role)
-        return start(cls, request, *args)
+        return start(cls, request, *args, **kwargs)
 
     monkeypatch.setattr(python_backend._Worker, "start", classmethod(counted))
     with Judge(device="cuda:0", workdir=tmp_path / "spares") as warm:
