@@ -1,6 +1,7 @@
 """How `gauntlet.process` sets a child up before its command runs (`preexec.py`), with real
 processes: dying with the thread that started it, resource limits, and nothing of the set-up
-program's own left in the command's environment or signal dispositions."""
+program's own left in the command's environment or signal dispositions; and how it stops a
+child with what it started, and lets them run on (`Child.stopped`)."""
 
 from __future__ import annotations
 
@@ -159,3 +160,26 @@ def test_a_command_that_cannot_start_raises_as_without_set_up(tmp_path: Path) ->
         process.Child([str(script)], die_with_parent=True)
     with pytest.raises(FileNotFoundError):
         process.Child(["./missing"], cwd=tmp_path, die_with_parent=True)
+
+
+def test_a_stopped_child_and_its_descendants_run_again_after() -> None:
+    # The grandchild leaves the child's process group (its own session): found as a descendant.
+    script = (
+        "import os, subprocess, sys, time\n"
+        "grandchild = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+        "print(grandchild.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    lines: list[str] = []
+    child = process.Child([sys.executable, "-c", script], on_stdout_line=lines.append)
+    try:
+        deadline = time.monotonic() + 30
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.01)
+        both = [psutil.Process(child.pid), psutil.Process(int(lines[0]))]
+        with child.stopped():
+            assert [p.status() for p in both] == [psutil.STATUS_STOPPED] * 2
+        assert all(p.status() != psutil.STATUS_STOPPED for p in both)
+    finally:
+        child.kill_tree()
+        child.wait()

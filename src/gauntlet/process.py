@@ -15,6 +15,7 @@ of its own that then becomes the command (`preexec.py`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -250,12 +251,7 @@ class Child:
 
     def kill_group(self) -> None:
         """Kill the child and everything in its process group."""
-        try:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            self._proc.kill()
+        self._signal_group(signal.SIGKILL)
 
     def kill_tree(self) -> None:
         """Kill the group, every descendant still attached, and whatever stayed in the session.
@@ -264,25 +260,66 @@ class Child:
         lives (as a descendant) or after (by its session id). Only `setsid` escapes both; run
         the child under a PID-namespace sandbox (bwrap) to contain that too.
         """
-        import psutil
-
-        victims: set[int] = set()
-        try:
-            victims.update(p.pid for p in psutil.Process(self._proc.pid).children(recursive=True))
-        except psutil.Error:
-            pass
-        for proc in psutil.process_iter():
-            try:
-                if os.getsid(proc.pid) == self._proc.pid:
-                    victims.add(proc.pid)
-            except (ProcessLookupError, PermissionError, psutil.Error):
-                continue
+        victims = self._tree()
         self.kill_group()
         for pid in victims - {os.getpid()}:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 continue
+
+    @contextmanager
+    def stopped(self) -> Iterator[None]:
+        """The child and what it started stopped (SIGSTOP) for the block, continued after.
+
+        Found as `kill_tree` finds them: the group, every descendant (under a PID namespace,
+        everything in it) and whatever is in the child's session. Stopped top-down until no
+        new process turns up (a stopped process forks no more), so none started meanwhile runs
+        on. A process that left by `setsid` outside a PID namespace is not found.
+        """
+        stopped: set[int] = set()
+        try:
+            self._signal_group(signal.SIGSTOP)
+            while True:
+                found = self._tree() - stopped - {os.getpid()}
+                if not found:
+                    break
+                for pid in found:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGSTOP)
+                stopped |= found
+            yield
+        finally:
+            self._signal_group(signal.SIGCONT)
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGCONT)
+
+    def _signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self._proc.pid, signum)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            self._proc.send_signal(signum)
+
+    def _tree(self) -> set[int]:
+        """The child's descendants and the members of its session (not the child itself)."""
+        import psutil
+
+        found: set[int] = set()
+        try:
+            found.update(p.pid for p in psutil.Process(self._proc.pid).children(recursive=True))
+        except psutil.Error:
+            pass
+        for proc in psutil.process_iter():
+            try:
+                if os.getsid(proc.pid) == self._proc.pid:
+                    found.add(proc.pid)
+            except (ProcessLookupError, PermissionError, psutil.Error):
+                continue
+        found.discard(self._proc.pid)
+        return found
 
     def wait(self, timeout_s: float | None = None, *, kill_tree: bool = False) -> Finished:
         """Wait for the end; past `timeout_s` kill the whole group. Always reaps the group.

@@ -17,6 +17,12 @@ CACHE_DIR = Path(os.environ.get("GAUNTLET_CACHE_DIR", Path.home() / ".cache" / "
 #: cache folder or user (two runs with different caches time the same GPU).
 LOCK_DIR = Path(os.environ.get("GAUNTLET_LOCK_DIR", "/tmp/kernel-gauntlet-locks"))
 
+#: Judgments that may hold one GPU at once (`judge/devicelock.py`): they share it for their untimed
+#: work (compiles, correctness trials, the reference's run) and each times it alone; the bound
+#: keeps their memory on the GPU (the processes of each) from oversubscribing it. 1: one
+#: judgment at a time, as before the lock had two modes.
+JUDGMENTS_PER_GPU = max(1, int(os.environ.get("GAUNTLET_JUDGMENTS_PER_GPU", "3")))
+
 #: Names of the variables read elsewhere (each module reads its own at the point of use).
 API_KEY_ENV = "OPENAI_API_KEY"
 """The key of the OpenAI-compatible endpoint the `toolcall` agent talks to."""

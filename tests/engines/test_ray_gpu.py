@@ -57,9 +57,10 @@ def test_half_gpu_judgments_on_ray_wait_for_the_gpus_lock_and_pass(
     records = RunStore(tmp_path / "ray").attempts()
     assert [r.status for r in records] == ["pass", "pass"], [r.reason for r in records]
     waits = sorted(r.verdict.phases_s.get("device_wait", 0.0) for r in records if r.verdict)
-    # Both judgments waited for the lock this process held, and the second also for the first.
+    # Both judgments waited for the lock this process held (then shared the GPU, each timing
+    # it alone: `device_wait_exclusive`).
     assert waits[0] > 5.0, waits
-    assert waits[1] > waits[0], waits
+    assert all(r.verdict and "device_wait_exclusive" in r.verdict.phases_s for r in records)
     placed = {r.placement.judge_gpu for r in records if r.placement}
     assert placed <= {str(i) for i in range(len(gpus))} and None not in placed, placed
 

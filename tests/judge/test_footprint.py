@@ -30,6 +30,17 @@ def test_kernelbench_sized_softmax_fits_an_80_gb_gpu_and_not_a_40_gb_one() -> No
     assert "needs at least 60.0 GiB" in problem and "has 40.0 GiB" in problem
 
 
+def test_a_judgment_takes_the_gpus_slots_its_memory_needs() -> None:
+    task = load_by_id("triton2triton/softmax")
+    big = Config(name="KB", params={"rows": 4096, "cols": 393216, "dtype": "float32"})
+    small = task.visible_configs
+    # 60 GiB of an 80 GiB GPU's three slots (26.7 GiB each): all of them; of four (20 GiB): 3.
+    assert footprint.slots_needed(task, [*small, big], 80 * GIB, 3) == 3
+    assert footprint.slots_needed(task, [*small, big], 80 * GIB, 4) == 3
+    assert footprint.slots_needed(task, [*small, big], 200 * GIB, 4) == 2
+    assert footprint.slots_needed(task, small, 80 * GIB, 3) == 1
+
+
 def test_the_judge_stops_before_starting_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

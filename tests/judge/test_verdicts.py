@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import shutil
 import threading
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -80,9 +79,10 @@ def test_verdict_records_the_wait_for_the_devices_lock(
     from gauntlet.judge import devicelock, python_backend
 
     monkeypatch.setattr(settings, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(settings, "LOCK_DIR", tmp_path / "locks")
     holding, release = threading.Event(), threading.Event()
 
-    def hold() -> None:  # another judgment holding the GPU
+    def hold() -> None:  # another judgment timing on the GPU
         with devicelock.exclusive("cuda:7"):
             holding.set()
             release.wait(timeout=30)
@@ -91,22 +91,25 @@ def test_verdict_records_the_wait_for_the_devices_lock(
     holder.start()
     assert holding.wait(timeout=10)
 
-    def device_held(device: str) -> AbstractContextManager[float | None]:
+    def device_hold(*args: object) -> devicelock.Hold:
         threading.Timer(0.5, release.set).start()  # the holder finishes 0.5 s after we ask
-        return devicelock.exclusive("cuda:7")
+        return devicelock.Hold("cuda:7")
 
-    monkeypatch.setattr(python_backend, "_device_held", device_held)
+    monkeypatch.setattr(python_backend, "_device_hold", device_hold)
     shutil.copyfile(CORPUS / "correct.py", tmp_path / "kernel.py")
     verdict = judge(SCALE_ADD(), tmp_path, device="cpu")
     holder.join(timeout=10)
     assert verdict.status == "pass", verdict.reason
     assert verdict.phases_s["device_wait"] >= 0.4, verdict.phases_s
+    # Untimed (the CPU is never timed): the judgment never asked for the GPU alone.
+    assert "device_wait_exclusive" not in verdict.phases_s
 
 
 def test_a_device_without_a_lock_records_no_wait(tmp_path: Path) -> None:
     shutil.copyfile(CORPUS / "correct.py", tmp_path / "kernel.py")
     verdict = judge(SCALE_ADD(), tmp_path, device="cpu")
     assert "device_wait" not in verdict.phases_s
+    assert "device_wait_exclusive" not in verdict.phases_s
 
 
 def _missing_element_7(baseline: str, by: str) -> str:

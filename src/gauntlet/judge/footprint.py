@@ -7,10 +7,13 @@ the config's dtype) and what the two workers hold of them at once while they run
 the candidate its inputs, their clones and its outputs (twice the bytes), the reference the
 same in float64 (8 / itemsize times the bytes) and its native-dtype outputs (once more). The
 judge's own comparison works in chunks sized to the memory left (`correctness.py`) and is not
-counted.
+counted. The same bound sizes a judgment's share of the GPU while judgments run side by side
+(`slots_needed`, `devicelock.py`).
 """
 
 from __future__ import annotations
+
+import math
 
 from gauntlet import expr
 from gauntlet.task import Config, Task
@@ -36,6 +39,18 @@ def too_large(task: Task, configs: list[Config], total_bytes: int) -> str:
                 f"{total_bytes / _GIB:.1f} GiB"
             )
     return ""
+
+
+def slots_needed(task: Task, configs: list[Config], total_bytes: int, slots: int) -> int:
+    """The GPU's judgment slots (`devicelock`) a judgment of `configs` takes: one per share.
+
+    A slot is `total_bytes / slots` of the device's memory; a judgment whose largest config
+    needs more takes as many as cover it (all of them at most: then it shares the GPU with no
+    other judgment's memory), so judgments side by side do not run the GPU out of memory.
+    """
+    share = total_bytes / max(slots, 1)
+    needed = max((_held(_moved(task, c), c) for c in configs), default=0.0)
+    return min(slots, max(1, math.ceil(needed / share)))
 
 
 def _moved(task: Task, config: Config) -> float:

@@ -23,7 +23,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 import psutil
 from pydantic import BaseModel
 
-from gauntlet import confine, process
+from gauntlet import confine, process, settings
 from gauntlet.errors import JudgeError, WorkerLost
 from gauntlet.judge import (
     attribution,
@@ -333,6 +332,9 @@ class _Evaluation:
         self.shown_paths = (str(artifact) if artifact else "", str(self.task.root))
         """Where the candidate's process sees its submission and the task's files (a spare's
         slot, or where they are), for cutting its tracebacks to the submission's frames."""
+        self.hold: devicelock.Hold | None = None
+        """The judgment's hold on its GPU (none on other devices): shared, then exclusive to
+        time."""
 
     def _confinement(self) -> confine.Confinement | None:
         """What the candidate's process may see, or None where this machine cannot confine.
@@ -616,10 +618,11 @@ class _Evaluation:
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
             }
-            with _device_held(self.request.device) as waited:
-                # Under `--parallel` most of a GPU judgment's wall time can be this wait.
-                if waited is not None:
-                    phases["device_wait"] = waited
+            self.hold = _device_hold(self.task, self.states, self.request.device)
+            with self.hold or contextlib.nullcontext():
+                if self.hold is not None:
+                    # Under `--parallel` much of a GPU judgment's wall time can be this wait.
+                    phases["device_wait"] = self.hold.shared()
                 # Another judgment of this task may have computed the references meanwhile.
                 if reference is not None and not checked and self._load_cached(missing, keys):
                     self._let_go(reference)
@@ -662,6 +665,20 @@ class _Evaluation:
             if evaluation is not None:
                 # Workers' exits (a GPU process releases its memory) and their folders.
                 evaluation.phases_s["teardown"] = time.monotonic() - closing
+
+    def time_alone(self, candidate: _Worker) -> bool:
+        """Hold the GPU alone for the timing; whether the judgment holds a GPU at all.
+
+        The candidate's process, which runs untrusted code, is stopped while it waits: it could
+        otherwise launch work on the GPU while another judgment times. Work queued before the
+        stop still runs: the worker synchronises the device after each call it makes, but a
+        thread of the submission's may have queued more (`docs/gpu.md`, the GPU's lock).
+        """
+        if self.hold is None:
+            return False
+        with candidate.child.stopped():
+            self.hold.exclusive()
+        return True
 
     def _kept_kernels(self, candidate: _Worker) -> str | None:
         """Seed the candidate's private Triton cache from its files' earlier judgments.
@@ -1110,6 +1127,8 @@ class _CandidateSession:
         self._expect(event, protocol.Checked, "'checked'")
         self.phase("correctness")
         names = self.ev._to_time(self.results)
+        if names and self.ev.time_alone(self.worker):
+            self.phase("device_wait_exclusive")
         self.worker.send(protocol.Command(command="time" if names else "stop", configs=names))
         failure = None
         for name in names:
@@ -1249,14 +1268,17 @@ def shown_traceback(text: str, submission_dir: str, task_root: str) -> str:
     return shown if len(shown) <= MESSAGE_CHARS * 3 else shown[: MESSAGE_CHARS * 3] + "\n[...]"
 
 
-def _device_held(device: str) -> AbstractContextManager[float | None]:
-    """The GPU's lock (one judgment at a time per GPU), giving the seconds waited for it.
-
-    Nothing to hold on other devices (None).
-    """
-    if device.startswith(("cuda", "rocm")):
-        return devicelock.exclusive(device)
-    return contextlib.nullcontext()
+def _device_hold(task: Task, states: list[_ConfigState], device: str) -> devicelock.Hold | None:
+    """The judgment's hold on its GPU, with the slots its memory takes; None off a GPU."""
+    if not device.startswith(("cuda", "rocm")):
+        return None
+    # Without a footprint to size its share (the memory is read through CUDA), a judgment
+    # takes every slot: it has the GPU's memory to itself, as before judgments shared a GPU.
+    slots = settings.JUDGMENTS_PER_GPU
+    if device.startswith("cuda"):
+        configs = [s.config for s in states]
+        slots = footprint.slots_needed(task, configs, _device_bytes(device), slots)
+    return devicelock.Hold(device, slots)
 
 
 def _trace(task: Task, role: str, event: protocol.Event, tensors: list[torch.Tensor]) -> None:

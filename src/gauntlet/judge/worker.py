@@ -1038,6 +1038,10 @@ def run_candidate(
     # before any frame of the worker's own starts (`_frame_hook_switches`).
     hooks = _frame_hook_switches()
     if request.memory_limit_bytes:
+        if request.device == "cuda":
+            # CUDA's own descriptors (its device files, its threads' pipes) opened before the
+            # descriptor cap counts the worker's, not out of the submission's headroom.
+            torch.zeros(1, device="cuda")
         _bound_memory_files()
     _install_audit_hook(Path(submission.dir), root)
     try:
