@@ -134,5 +134,7 @@ def test_an_output_larger_than_the_host_memory_cap_passes(
     (submission / "kernel.py").write_text(CAPPED_EXPERT)
     # The static guards would refuse `resource`; the check is the test's, not the kernel's.
     monkeypatch.setattr(PythonBackend, "guard", lambda self, task, submission: None)
-    verdict = judge(task, submission, device="cuda:0", seed=3, configs="visible", time_cap_s=0.2)
+    verdict = judge(
+        task, submission, device="cuda:0", seed=3, configs="visible", time_cap_s=VERDICT_TIME_CAP_S
+    )
     assert verdict.status == "pass", verdict.reason
