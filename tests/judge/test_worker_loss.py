@@ -147,3 +147,40 @@ def test_a_killed_judge_leaves_no_worker_behind(tmp_path: Path) -> None:
         alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         time.sleep(0.2)
     assert not alive, [(p.pid, p.cmdline()) for p in alive]
+
+
+def test_a_worker_not_ready_in_time_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = SCALE_ADD()
+    real = python_backend._Worker.await_ready
+    stopped: list[int] = []
+
+    def starve_first(self: Any, deadline: float, role: str) -> None:
+        if role == "candidate" and not stopped:
+            # A start that never ends (a worker starved of CPU, or stuck in its imports).
+            os.kill(self.child.pid, signal.SIGSTOP)
+            stopped.append(self.child.pid)
+            deadline = time.monotonic() + 0.5
+        real(self, deadline, role)
+
+    monkeypatch.setattr(python_backend._Worker, "await_ready", starve_first)
+    verdict = judge(task, task.root / "expert", device="cpu", seed=8105)
+    assert stopped
+    # Only the judge's code had run in it: judged again, never a verdict against the expert.
+    assert verdict.status == "pass", verdict.reason
+    assert "not ready" in verdict.environment["rejudged"]
+
+
+def test_a_hung_worker_says_where_it_hung(tmp_path: Path) -> None:
+    handle = workers.python_worker(tmp_path, "cpu", None)
+    try:
+        # The worker's main thread registers its stack dump, then starts the thread that works.
+        deadline = time.monotonic() + 60
+        while len(os.listdir(f"/proc/{handle.child.pid}/task")) < 2:
+            assert time.monotonic() < deadline, "the worker never started its working thread"
+            time.sleep(0.01)
+        handle.dump_stacks()
+        finished = handle.finish()
+    finally:
+        handle.close()
+    assert "Thread 0x" in finished.stderr
+    assert 'File "' in finished.stderr

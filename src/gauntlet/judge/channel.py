@@ -307,7 +307,7 @@ class FrameReader:
         while filled < size:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self._waiting.poll(None if timeout is None else math.ceil(timeout * 1000)):
-                raise ChannelTimeout()
+                raise ChannelTimeout("no whole frame came before the deadline")
             count = self._receive(view[filled:])
             if not count:
                 raise ChannelClosed()
