@@ -16,7 +16,11 @@ task unless said. `--case TASK_DIR SUBMISSION_DIR` (repeatable) judges a task fo
 submission folder the same way (e.g. an imported KernelBench task with a KernelBench kernel:
 `scripts/kb_kit.py` builds `.kb-kit/`). Prints and writes (`--out`) a markdown table: wall per
 candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
-warm full protocol. With `--kernelbench-eval SCRIPT --kernelbench-case PROBLEM KERNEL`
+warm full protocol. With `--threads N`, each case is then judged by N threads at once through
+the same `Judge` (`--repeats` judgments each, full protocol then feedback; `--spares N` keeps
+a spare for each), and the footer gives candidates per hour at that parallelism: judgments
+share the GPU except while one times (`docs/gpu.md`, the GPU's lock). With
+`--kernelbench-eval SCRIPT --kernelbench-case PROBLEM KERNEL`
 (repeatable), KernelBench's own evaluation of the same problem and kernel is timed after ours,
 as a whole process (`SCRIPT PROBLEM KERNEL BUILD_DIR OUT_JSON`, the anchors' `kb_eval_one.py`
 interface), cold (fresh build folder) and warm (same folder), in a second table; where there
@@ -35,6 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,9 +55,11 @@ PHASES = (
     "build",
     "spawn",
     "imports",
+    "device_wait",
     "reference",
     "startup",
     "correctness",
+    "device_wait_exclusive",
     "timing",
     "exit",
     "teardown",
@@ -109,6 +116,9 @@ class Timed:
     cold_s: float | None = None
     warm_s: float | None = None
     feedback_s: float | None = None
+    side_by_side_s: float | None = None
+    """With `--threads N`: the wall of the full-protocol judgments made N at a time, per
+    candidate (the whole wall over their count)."""
 
 
 def bench_case(
@@ -123,8 +133,13 @@ def bench_case(
     time_cap_s: float,
     cold: bool = True,
     spares: int = 2,
+    threads: int = 1,
 ) -> Timed:
-    """Judge one submission of one task cold, warm and in feedback mode; rows go to `table`."""
+    """Judge one submission of one task cold, warm and in feedback mode; rows go to `table`.
+
+    With `threads` over 1, then as many threads judge `repeats` candidates each through the
+    same `Judge` (full protocol, then feedback): judgments side by side on one device.
+    """
     timed = Timed(label)
     if cold:
         started = time.monotonic()
@@ -150,7 +165,44 @@ def bench_case(
                 timed.warm_s = statistics.median(walls)
             else:
                 timed.feedback_s = statistics.median(walls)
+        for mode in modes if threads > 1 else ():
+            walls, verdicts, whole_s = _side_by_side(
+                service, task, submission, mode, threads, repeats, seed + 1 + repeats
+            )
+            suffix = "warm" if mode == "final" else "warm feedback"
+            table.add(_row(f"{label} {suffix} x{threads}", walls, verdicts))
+            if mode == "final":
+                timed.side_by_side_s = whole_s / len(verdicts)
     return timed
+
+
+def _side_by_side(
+    service: Judge,
+    task: Task,
+    submission: Path,
+    mode: Mode,
+    threads: int,
+    repeats: int,
+    seed: int,
+) -> tuple[list[float], list[Verdict], float]:
+    """`threads` judgments at a time, `threads * repeats` in all, each with a seed of its own.
+
+    Returns each judgment's wall, its verdict, and the wall of them all.
+    """
+
+    def one(index: int) -> tuple[float, Verdict]:
+        started = time.monotonic()
+        verdict = service.eval(task, submission, seed=seed + index, mode=mode)
+        return time.monotonic() - started, verdict
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(threads, thread_name_prefix="bench-judgment") as pool:
+        judged = list(pool.map(one, range(threads * repeats)))
+    return (
+        [wall for wall, _ in judged],
+        [verdict for _, verdict in judged],
+        time.monotonic() - started,
+    )
 
 
 def bench_kernelbench(
@@ -240,6 +292,13 @@ def main() -> int:
         default=2,
         help="spare workers per role (back-to-back judgments outrun one spare's imports)",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="also judge with this many threads through one Judge (judgments side by side on "
+        "one device): candidates per hour at that parallelism",
+    )
     parser.add_argument("--kernelbench-eval", type=Path)
     parser.add_argument(
         "--kernelbench-case",
@@ -277,6 +336,7 @@ def main() -> int:
         "time_cap_s": args.time_cap,
         "cold": not args.no_cold,
         "spares": args.spares,
+        "threads": args.threads,
     }
     suite_timed: list[Timed] = []
     for task_id in task_ids:
@@ -313,6 +373,13 @@ def main() -> int:
                 f"Warm full protocol, one judgment at a time, {name}: "
                 f"{3600 / statistics.mean(warm):.0f} candidates per hour "
                 f"({len(warm)} task(s), mean of the per-task medians)."
+            )
+        side_by_side = [t.side_by_side_s for t in group if t.side_by_side_s]
+        if side_by_side:
+            footer.append(
+                f"Warm full protocol, {args.threads} judgments at a time through one `Judge`, "
+                f"{name}: {3600 / statistics.mean(side_by_side):.0f} candidates per hour "
+                f"({len(side_by_side)} task(s), each its judgments' whole wall over their count)."
             )
     if case_timed and len(case_timed) == len(kb_timed):
         for ours, theirs in zip(case_timed, kb_timed, strict=True):

@@ -66,7 +66,10 @@
 #   BENCH_SUITE=gpu-quick        for `bench`: the suite whose experts are judged (set empty
 #                        to judge only BENCH_ARGS' --tasks)
 #   BENCH_ARGS=          more scripts/bench_judge.py arguments (e.g. the KernelBench side:
-#                        --kernelbench-eval kb/kb_eval_one.py --kernelbench-case PROBLEM KERNEL)
+#                        --kernelbench-eval kb/kb_eval_one.py --kernelbench-case PROBLEM KERNEL;
+#                        or --threads 4 --spares 4: also 4 judgments at a time through one
+#                        Judge, candidates per hour side by side; GAUNTLET_JUDGMENTS_PER_GPU=1
+#                        gives the one-at-a-time lock to compare with)
 #   KB_PROBLEMS=1        for `kb`: level 1 problems of .kb-kit/cases.tsv, space-separated
 #                        (1: 4096² matmul, 23: softmax 4096×393216, 47: sum reduction); each
 #                        is ours (cold, warm, feedback) then KernelBench's (cold, warm)

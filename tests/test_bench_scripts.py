@@ -27,24 +27,28 @@ def _script(name: str) -> ModuleType:
     return module
 
 
-def test_a_case_is_judged_warm_and_in_feedback_mode_with_rows_as_they_come(
+def test_a_case_is_judged_warm_in_feedback_mode_and_side_by_side_with_rows_as_they_come(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bench = _script("bench_judge")
     out = tmp_path / "bench.md"
     argv = ["bench_judge.py", "--case", str(SCALE_ADD), str(SCALE_ADD / "expert")]
-    argv += ["--repeats", "1", "--no-cold", "--spares", "1", "--out", str(out)]
+    argv += ["--repeats", "1", "--no-cold", "--spares", "1", "--threads", "2", "--out", str(out)]
     monkeypatch.setattr(sys, "argv", argv)
     assert bench.main() == 0
     printed = capsys.readouterr().out
     written = out.read_text()
     rows = [line for line in written.splitlines() if line.startswith("| scale_add + expert")]
-    assert [row.split(" | ")[0] for row in rows] == [
-        "| scale_add + expert warm",
-        "| scale_add + expert warm feedback",
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| scale_add + expert warm", "1"],
+        ["| scale_add + expert warm feedback", "1"],
+        # Two threads through the same `Judge`, a judgment each.
+        ["| scale_add + expert warm x2", "2"],
+        ["| scale_add + expert warm feedback x2", "2"],
     ]
     assert all(row.endswith("| pass |") for row in rows), rows
-    assert "candidates per hour" in written
+    assert "one judgment at a time, cases:" in written
+    assert "2 judgments at a time through one `Judge`, cases:" in written
     assert all(row in printed for row in rows)
 
 
