@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet.judge import judge, protocol, timing
+from gauntlet import confine
+from gauntlet.judge import judge, protocol, python_backend, timing, workers
 from gauntlet.judge.channel import ChannelClosed
-from gauntlet.judge.python_backend import _Evaluation, _Worker
+from gauntlet.judge.python_backend import _Evaluation, _ReferenceCache, _Worker
 from gauntlet.task import load_task
 from tests.support.fixtures import SCALE_ADD, TASKS, cpu_request, eval_request, with_spec
 
@@ -43,6 +44,29 @@ def test_a_started_worker_does_its_role(tmp_path: Path) -> None:
     event, _ = worker.read_event(time.monotonic() + 60)
     assert isinstance(event, protocol.ReferenceTrial)
     worker.close()
+
+
+def test_a_cold_candidate_warms_its_watch_before_ready_when_no_reference_worker_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With the references cached, nothing overlaps the candidate's first entry of its watch
+    # once it is started: on a GPU those seconds were spent holding the device's lock.
+    monkeypatch.setattr(python_backend, "_REFERENCES", _ReferenceCache(limit_bytes=1 << 30))
+    started: list[tuple[str, bool]] = []
+    start = workers.python_worker
+
+    def recorded(
+        tmp: Path, device: str, confined: confine.Confinement | None, *, ahead: bool = False
+    ) -> workers.WorkerHandle:
+        started.append((tmp.name, ahead))
+        return start(tmp, device, confined, ahead=ahead)
+
+    monkeypatch.setattr(workers, "python_worker", recorded)
+    task = SCALE_ADD()
+    for _ in range(2):
+        verdict = judge(task, task.root / "expert", device="cpu", seed=4, configs="visible")
+        assert verdict.status == "pass", verdict.reason
+    assert started == [("reference", False), ("candidate", False), ("candidate", True)]
 
 
 def test_both_workers_of_a_cuda_task_load_the_prebuilt_units(tmp_path: Path) -> None:

@@ -19,14 +19,12 @@ Two roles, never mixed in one process:
 
 from __future__ import annotations
 
-import faulthandler
 import functools
 import importlib.util
 import json
 import math
 import os
 import resource
-import signal
 import sys
 import threading
 import time
@@ -1388,11 +1386,12 @@ def _import_trusted(device: str, ahead: bool = False) -> None:
 
     Done first, so that a worker started ahead of its judgment (a spare, `spares.py`) has paid
     for its imports while it waits. The GPU is not touched: importing does not initialise CUDA.
-    `ahead` (a candidate spare): also enter the watch once, which imports TorchDynamo and
-    starts the profiler (seconds that a judgment would otherwise wait for in its first call). A
-    worker started for its judgment does not: the reference worker never needs it, and a cold
-    candidate pays it once started, just before the submission loads (`run_candidate`), while
-    the judge still reads the reference's results.
+    `ahead` (a candidate spare, or a cold candidate whose judgment runs no reference worker):
+    also enter the watch once, which imports TorchDynamo and starts the profiler (seconds that
+    a judgment would otherwise wait for in its first call, holding the GPU). The reference
+    worker never needs it, and a cold candidate beside a reference worker pays it once started,
+    just before the submission loads (`run_candidate`), while the judge still reads the
+    reference's results.
     """
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
@@ -1443,8 +1442,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     as it was on the main thread.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    # Where a worker the judge gave up on hung: its stacks on stderr (`WorkerHandle.dump_stacks`).
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     status = [1]
     # A spare imports at the lowest priority; this thread, never lowered, lifts it when asked.
     spare = priority.SpareLowering() if "idle" in args[3:] else None

@@ -18,10 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import resource
-import signal
 import socket
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -114,8 +112,6 @@ def import_paths(hidden: Path | None = None) -> list[Path]:
 #: that no address-space limit counts (`confine.Confinement.shared_memory_bytes`). The worker's
 #: TMPDIR is its own folder, so this is room for what writes to `/tmp` or `/dev/shm` by name.
 SHARED_MEMORY_BYTES = 256 << 20
-#: Seconds a hung worker is given to write its threads' stacks before it is killed.
-STACKS_WAIT_S = 1.0
 
 
 def confinement(
@@ -209,21 +205,6 @@ class WorkerHandle:
         """The next frame on the result channel: its header and its tensors or arrays."""
         return self.reader.read(deadline)
 
-    def dump_stacks(self, wait_s: float = STACKS_WAIT_S) -> None:
-        """Ask a hung worker to write every thread's Python stack to its stderr, then wait.
-
-        A Python worker registers `faulthandler` for SIGUSR1 before it runs anything else
-        (`worker.main`; the confinement's launcher passes the signal on), so the error of a
-        worker killed for a timeout says where it hung, not only that it did.
-        """
-        if self._finished is not None or self.child.poll() is not None:
-            return
-        try:
-            os.kill(self.child.pid, signal.SIGUSR1)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(wait_s)
-
     def finish(self, grace_s: float = 0.0) -> process.Finished:
         """Reap the worker, killing its whole group (and namespace) after `grace_s` seconds."""
         if self._finished is None:
@@ -253,8 +234,9 @@ def python_worker(
 
     It imports PyTorch and Triton first, and sets its memory limit from the request. `spare`
     (started before its judgment): it imports at the lowest priority and is back at its own
-    once its request comes (`priority.py`). `ahead` (a candidate spare): it also pays for its
-    watch's first entry while it waits (`worker._import_trusted`). It dies with the thread
+    once its request comes (`priority.py`). `ahead` (a candidate spare, or a cold candidate whose
+    judgment runs no reference worker): it also pays for its watch's first entry before it
+    reports ready (`worker._import_trusted`). It dies with the thread
     that starts it (a judgment's, or the spare pool's filler, which outlives its spares): a
     killed orchestrator takes its workers with it, and through the confinement's init whatever
     a submission started, even a submission busy in a loop that never reads its pipes again.
