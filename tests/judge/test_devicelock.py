@@ -282,3 +282,70 @@ def test_the_lock_names_the_physical_gpu(
     with devicelock.exclusive("cuda:0") as waited:
         assert waited < 1.0
     assert (holder.proc.pid, False) in _flocks(_file(locks, "cuda:3", "lock"))
+
+
+@pytest.mark.gpu
+def test_judgments_side_by_side_on_a_gpu_time_it_alone(
+    locks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two judgments in threads share the GPU and each records its wait to time it alone;
+    no timing overlaps the other judgment's hold."""
+    import threading
+
+    from gauntlet.judge import judge
+    from tests.support.fixtures import SCALE_ADD, VERDICT_TIME_CAP_S
+
+    intervals: list[tuple[str, float, float]] = []
+    real_exclusive, real_release = devicelock.Hold.exclusive, devicelock.Hold.release
+    started: dict[int, tuple[str, float]] = {}
+
+    def exclusive(hold: devicelock.Hold) -> float:
+        if hold.mode == "shared":
+            intervals.append(("shared", started[id(hold)][1], time.monotonic()))
+        waited = float(real_exclusive(hold))
+        started[id(hold)] = ("exclusive", time.monotonic())
+        return waited
+
+    def release(hold: devicelock.Hold) -> None:
+        if id(hold) in started and hold.mode is not None:
+            mode, since = started.pop(id(hold))
+            intervals.append((mode, since, time.monotonic()))
+        real_release(hold)
+
+    real_shared = devicelock.Hold.shared
+
+    def shared(hold: devicelock.Hold) -> float:
+        waited = float(real_shared(hold))
+        started[id(hold)] = ("shared", time.monotonic())
+        return waited
+
+    monkeypatch.setattr(devicelock.Hold, "shared", shared)
+    monkeypatch.setattr(devicelock.Hold, "exclusive", exclusive)
+    monkeypatch.setattr(devicelock.Hold, "release", release)
+    task = SCALE_ADD()
+    verdicts: list[Any] = []
+
+    def one(seed: int) -> None:
+        verdicts.append(
+            judge(
+                task,
+                task.root / "expert",
+                device="cuda:0",
+                seed=seed,
+                time_cap_s=VERDICT_TIME_CAP_S,
+            )  # fmt: skip
+        )
+
+    threads = [threading.Thread(target=one, args=(seed,)) for seed in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
+    assert all("device_wait_exclusive" in v.phases_s for v in verdicts)
+    timings = [i for i in intervals if i[0] == "exclusive"]
+    assert len(timings) == 2, intervals
+    for mode, start, end in timings:
+        for other in intervals:
+            if other != (mode, start, end):
+                assert other[2] <= start or other[1] >= end, (timings, intervals)
