@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 #: The verdicts' phases (`phases_s`) that the GPU tier's summary adds up per test: where a GPU
-#: judgment's time goes. `device_wait` is the wait for the GPU's lock (`devicelock.py`);
+#: judgment's time goes. `device_wait` is the wait for the GPU's lock in shared mode and
+#: `device_wait_exclusive` the wait for the GPU alone before timing (`devicelock.py`);
 #: `reference`, `startup`, `correctness` and `timing` are spent holding it.
 SUMMED_PHASES = (
     "build",
@@ -19,6 +20,7 @@ SUMMED_PHASES = (
     "reference",
     "startup",
     "correctness",
+    "device_wait_exclusive",
     "timing",
     "teardown",
 )
