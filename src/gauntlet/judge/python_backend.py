@@ -1526,12 +1526,19 @@ class _ConfigCheck:
 
 
 def _failed(worker: _Worker, where: str, err: Exception) -> JudgeError:
-    """The error for a trusted worker that hung or broke its protocol, with its last words."""
+    """The error for a trusted worker that hung or broke its protocol, with its last words.
+
+    A hung one says where (its stacks) and is lost (`WorkerLost`: judged again once with new
+    workers): only trusted code ran in it, so neither the hang nor its cost is the submission's.
+    """
+    if isinstance(err, ChannelTimeout):
+        worker.handle.dump_stacks()
     finished = worker.finish()
-    return JudgeError(
+    message = (
         f"{where} failed ({type(err).__name__}: {err}; exit {finished.returncode}): "
         f"{finished.stderr[-3000:]}"
     )
+    return WorkerLost(message) if isinstance(err, ChannelTimeout) else JudgeError(message)
 
 
 def _lost(worker: _Worker, role: str, err: Exception) -> JudgeError:
@@ -1601,17 +1608,24 @@ class _Worker:
         """Wait until the worker has imported its trusted code and waits to be started.
 
         Raises:
-            WorkerLost: It died first: only the judge's code had run in it (a submission runs
-                after 'start'), so the loss is never the submission's.
+            WorkerLost: It died or was not ready by `deadline` (its stacks in the message):
+                only the judge's code had run in it (a submission runs after 'start'), so the
+                loss is never the submission's.
 
-        Anything else that comes (an error report, a timeout, a bad frame) is kept for the
-        next `read_event`, where the collectors turn it into a verdict or a judge error.
+        Anything else that comes (an error report, a bad frame) is kept for the next
+        `read_event`, where the collectors turn it into a verdict or a judge error.
         """
         try:
             frame = self.read_event(deadline)
         except ChannelClosed as err:
             raise _lost(self, role, err) from err
-        except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+        except ChannelTimeout as err:
+            # Still importing the judge's own code at the deadline (a starved or stuck start).
+            self.handle.dump_stacks()
+            raise _lost(
+                self, role, ChannelTimeout(f"not ready {STARTUP_S:g} s after its start")
+            ) from err
+        except (ProtocolError, protocol.BadFrame) as err:
             self._early = err
             return
         if not isinstance(frame[0], protocol.Ready):

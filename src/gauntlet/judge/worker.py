@@ -19,12 +19,14 @@ Two roles, never mixed in one process:
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import importlib.util
 import json
 import math
 import os
 import resource
+import signal
 import sys
 import threading
 import time
@@ -1442,6 +1444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     as it was on the main thread.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    # Where a worker the judge gave up on hung: its stacks on stderr (`WorkerHandle.dump_stacks`).
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     status = [1]
     # A spare imports at the lowest priority; this thread, never lowered, lifts it when asked.
     spare = priority.SpareLowering() if "idle" in args[3:] else None

@@ -18,8 +18,10 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import signal
 import socket
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,8 @@ def import_paths(hidden: Path | None = None) -> list[Path]:
 #: that no address-space limit counts (`confine.Confinement.shared_memory_bytes`). The worker's
 #: TMPDIR is its own folder, so this is room for what writes to `/tmp` or `/dev/shm` by name.
 SHARED_MEMORY_BYTES = 256 << 20
+#: Seconds a hung worker is given to write its threads' stacks before it is killed.
+STACKS_WAIT_S = 1.0
 
 
 def confinement(
@@ -204,6 +208,21 @@ class WorkerHandle:
     def read(self, deadline: float | None) -> tuple[dict[str, Any], list[Any]]:
         """The next frame on the result channel: its header and its tensors or arrays."""
         return self.reader.read(deadline)
+
+    def dump_stacks(self, wait_s: float = STACKS_WAIT_S) -> None:
+        """Ask a hung worker to write every thread's Python stack to its stderr, then wait.
+
+        A Python worker registers `faulthandler` for SIGUSR1 before it runs anything else
+        (`worker.main`; the confinement's launcher passes the signal on), so the error of a
+        worker killed for a timeout says where it hung, not only that it did.
+        """
+        if self._finished is not None or self.child.poll() is not None:
+            return
+        try:
+            os.kill(self.child.pid, signal.SIGUSR1)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(wait_s)
 
     def finish(self, grace_s: float = 0.0) -> process.Finished:
         """Reap the worker, killing its whole group (and namespace) after `grace_s` seconds."""
