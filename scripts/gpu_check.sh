@@ -58,7 +58,7 @@
 #   RUN_FLAGS=           more `gauntlet run` flags (e.g. --no-compile-reference --parallel 4)
 #   SUITE_TIMEOUT=0      stop the suite step after this many seconds (0: never); what finished
 #                        is kept and resumable
-#   PYTEST_ARGS=         more pytest arguments (e.g. -k cuda_build)
+#   PYTEST_ARGS=         more pytest arguments (e.g. -n 8, the tier in one call; -k cuda_build)
 #   PYTEST_PATHS=tests   what pytest collects (test files or node ids: a rerun of some tests)
 #   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
 #   OLD_TREE=            for `cost`: the src/ folder of the revision to compare with
@@ -143,9 +143,11 @@ for step in "${steps[@]}"; do
         pytest)
             # shellcheck disable=SC2086
             # -v names each test's outcome as it ends: a step stopped by STEP_TIMEOUT still
-            # shows which tests failed and which were left running
+            # shows which tests failed and which were left running. --maxschedchunk 1 (with
+            # -n): xdist hands each worker one test more as it finishes one, so the minute-long
+            # tests, collected first (tests/conftest.py GPU_FIRST), spread over the workers
             bounded python3 -m pytest -m gpu --gpu -v -rfE --durations=25 -p no:cacheprovider \
-                ${PYTEST_ARGS:-} ${PYTEST_PATHS:-tests} 2>&1 \
+                --maxschedchunk 1 ${PYTEST_ARGS:-} ${PYTEST_PATHS:-tests} 2>&1 \
                 | tee "$out/pytest-gpu.log" | tail -n 25
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
         suite)

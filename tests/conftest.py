@@ -26,6 +26,19 @@ SUMMED_PHASES = (
 )
 #: Tests the summary lists, slowest first.
 SUMMARY_TESTS = 40
+#: GPU test files whose tests take a minute or more each (KernelBench tasks, a search, the
+#: CPU-against-GPU verdicts, CUDA builds), run first under --gpu: xdist hands out tests in
+#: collection order, and started last these ended the run while the other workers idled
+#: (gpu_check.sh passes `--maxschedchunk 1`, so they are spread over the workers, not handed
+#: out in runs of consecutive tests). The CUDA build tests come last of them, so most start
+#: after another long test, once one of them has put the units they all build (the fixture
+#: task's baseline and expert) in their shared cache: started at once, each would build them.
+GPU_FIRST = (
+    "tests/gpu/test_kb_compat.py",
+    "tests/agents/test_evolve.py",
+    "tests/gpu/test_judge_cuda.py",
+    "tests/judge/test_cuda_build.py",
+)
 
 #: Per GPU test (node id): its judgments' summed phases and its call's wall time, collected
 #: from the reports (in xdist's controller too, where the workers' reports arrive).
@@ -55,6 +68,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, option in gates.items():
             if marker in item.keywords and not config.getoption(option):
                 item.add_marker(pytest.mark.skip(reason=f"needs {option}"))
+    if config.getoption("--gpu"):
+        first = {path: rank for rank, path in enumerate(GPU_FIRST)}
+        items.sort(key=lambda item: first.get(item.nodeid.split("::")[0], len(first)))
 
 
 @pytest.fixture(autouse=True)
