@@ -18,6 +18,7 @@ from gauntlet.importers.kbsource import module_text, parse_problem
 from gauntlet.importers.kbwrite import MODELNEW_FILE, TaskPlan, write_task
 from gauntlet.judge import judge
 from gauntlet.task import Task, load_task
+from tests.support.fixtures import VERDICT_TIME_CAP_S
 
 pytestmark = pytest.mark.gpu
 
@@ -56,7 +57,9 @@ def _submit(file: Path, tmp_path: Path) -> Path:
 def test_a_kernelbench_modelnew_passes_and_is_timed(track: str, tmp_path: Path) -> None:
     task = _task(track, tmp_path / "task")
     submission = _submit(KERNELS[track], tmp_path)
-    verdict = judge(task, submission, device="cuda:0", seed=3, workdir=tmp_path, time_cap_s=2)
+    verdict = judge(
+        task, submission, device="cuda:0", seed=3, workdir=tmp_path, time_cap_s=VERDICT_TIME_CAP_S
+    )
     assert verdict.status == "pass", verdict.reason
     assert verdict.timed and verdict.speedup is not None
 

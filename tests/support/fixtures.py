@@ -13,12 +13,12 @@ from gauntlet.task import Task, load_task
 TASKS = Path(__file__).parent / "tasks"
 
 #: Seconds of timing per config in GPU tests whose point is a verdict, not a speedup (the
-#: exploit cases, the honest kernels beside them, the CPU-against-GPU verdicts): the cap of
-#: the judge's feedback mode, where every defense holds as in a final judgment. Each config
-#: still runs its first `min_pairs` pairs (the secret sampled calls are among them) and its
-#: cross-checks; only the pairs added towards a 1% confidence interval are cut, which at the
-#: default 10 s cap held the one GPU's lock for seconds a config while the tier's other
-#: judgments waited.
+#: exploit cases, the honest kernels beside them, the CPU-against-GPU verdicts, the KernelBench
+#: ModelNew and CUDA experts that must pass timed): the cap of the judge's feedback mode, where
+#: every defense holds as in a final judgment. Each config still runs its first `min_pairs`
+#: pairs (the secret sampled calls are among them) and its cross-checks; only the pairs added
+#: towards a 1% confidence interval are cut, which at the default 10 s cap held the one GPU's
+#: lock for seconds a config while the tier's other judgments waited.
 VERDICT_TIME_CAP_S = FEEDBACK_TIME_CAP_S
 
 
