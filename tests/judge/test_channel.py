@@ -240,3 +240,21 @@ def test_frames_kept_from_another_process_hold_no_descriptor() -> None:
     del kept
     gc.collect()
     assert _frame_files()[1] == mapped - 3  # unmapped once nothing refers to them
+
+
+def test_memory_files_arrive_close_on_exec() -> None:
+    # A worker that another thread starts meanwhile must not inherit a frame not yet read.
+    read_fd, write_fd = _socket_pair()
+    memory = os.memfd_create("frame", os.MFD_ALLOW_SEALING)
+    os.set_inheritable(memory, True)
+    head = b'{"tensors": []}'
+    with socket.socket(fileno=os.dup(write_fd)) as sock:
+        # Comes with a frame of its own, so it waits in the reader for the next frame.
+        socket.send_fds(sock, [len(head).to_bytes(8, "little") + head], [memory])
+    reader = FrameReader(read_fd)
+    assert reader.read(time.monotonic() + 5) == ({}, [])
+    assert len(reader.passed) == 1
+    assert fcntl.fcntl(reader.passed[0], fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+    reader.close()
+    for fd in (memory, read_fd, write_fd):
+        os.close(fd)

@@ -318,7 +318,11 @@ class FrameReader:
         """Read what is there into `into`; keep the descriptors that came with it."""
         if self.sock is None:
             return os.readv(self.fd, [into])
-        count, ancillary, _, _ = self.sock.recvmsg_into([into], socket.CMSG_SPACE(_MAX_FDS * 4))
+        # Close-on-exec from their arrival: a worker another thread starts meanwhile must never
+        # inherit a frame (a reference's, in a candidate's process).
+        count, ancillary, _, _ = self.sock.recvmsg_into(
+            [into], socket.CMSG_SPACE(_MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+        )
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds = array.array("i")
