@@ -147,3 +147,18 @@ def test_no_output_far_larger_than_the_reference_reaches_a_checker() -> None:
     assert correctness.unchecked_output(torch.zeros(limit), ref, "output") is None
     problem = correctness.unchecked_output(torch.zeros(limit + 1), ref, "output")
     assert problem is not None and "not an answer" in problem
+
+
+def test_a_large_comparison_on_the_host_reuses_its_memory() -> None:
+    # Compared in chunks of 2^24 elements, each float64 temporary was a fresh mapping whose
+    # every page faulted in: about 200 bytes per element, more system time than arithmetic.
+    import resource
+
+    cand = torch.randn(1 << 23)
+    ref = cand.to(torch.float64) + 1e-6
+    tol = Tolerance(atol=1e-4, rtol=1e-4)
+    assert correctness.compare(cand, ref, tol, 1e-3, "out").ok  # the allocator warms up
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    assert correctness.compare(cand, ref, tol, 1e-3, "out").ok
+    faulted_bytes = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) * 4096
+    assert faulted_bytes < 12 * ref.nbytes  # (2^16: about 4 times; 2^24: 25 times)
