@@ -42,6 +42,7 @@ from gauntlet.judge import (
     kernel_cache,
     protocol,
     spares,
+    timekeeper,
     workers,
 )
 from gauntlet.judge.backend import BuildResult, EvalRequest, Evaluation, Submission
@@ -1158,51 +1159,34 @@ class _CandidateSession:
         start = self._expect(event, protocol.TimingStart, f"the start of timing {name}")
         if start.config != name:
             raise _Breach(f"expected the timing of config {name}, got {start.config!r}")
-        walls: dict[str, dict[int, float]] = {"baseline": {}, "candidate": {}}
-        sampled: dict[int, list[torch.Tensor]] = {}
-        secret = set(state.sampled)
-        expected = _pair_order(0)
-        pair, step, sent_at = 0, 0, None
-        max_pairs = state.timing.plan.max_pairs
-        while True:
-            event, tensors = self._next(cap + timeout, where)
-            if isinstance(event, protocol.Timed):
-                break
-            call = self._expect(event, protocol.CallMade, "a timed call or the timing")
-            arrived = time.monotonic()
-            if pair >= max_pairs or call.role != expected[step] or call.position != pair:
-                raise _Breach(
-                    f"expected the {expected[step]} call of pair {pair}, got the {call.role} "
-                    f"call of pair {call.position}"
-                )
-            if sent_at is not None:
-                walls[call.role][pair] = (arrived - sent_at) * 1e6
-            keep = call.role == "candidate" and pair in secret
-            sent_at = time.monotonic()
-            self.worker.send(protocol.Command(command="next", keep=keep))
-            if keep:
-                event, tensors = self._next(timeout, where)
-                out = self._expect(event, protocol.SampledOutput, f"the output of call {pair}")
-                if out.position != pair or out.count != len(tensors):
-                    raise _Breach(f"the sampled output of call {pair} does not match")
-                sampled[pair] = tensors
-                # The copy is the worker's, outside the bracket of the next call.
-                sent_at = time.monotonic()
-            step += 1
-            if step == 2:
-                pair, step = pair + 1, 0
-                expected = _pair_order(pair)
-        timed = event
-        if timed.config != name or step != 0:
-            raise _Breach(f"the timing of config {name} ended in the middle of a pair")
+        try:
+            followed = timekeeper.follow(
+                name,
+                # A call may take the config's whole cap; a sampled output comes right away.
+                lambda sampled: self._next(timeout if sampled else cap + timeout, where),
+                self.worker.handle.send,
+                frozenset(state.sampled),
+                state.timing.plan.max_pairs,
+            )
+        except timekeeper.Breach as breach:
+            raise _Breach(str(breach)) from None
+        timed = followed.timed
         self.results[name], problem = self.ev._timed(
-            state, self.results[name], timed, sampled, walls
+            state, self.results[name], timed, followed.sampled, followed.walls
         )
-        # The worker's split of its timing (warm-up, pairs, cross-checks): diagnostics only,
-        # from an untrusted process, so nothing is decided on them.
+        phases = self.result.phases_s
+        # The judge's own share of the timed calls (`timekeeper.Followed`): measured here.
+        for key, seconds in (
+            ("timing.judge", followed.judge_s),
+            ("timing.judge_samples", followed.samples_s),
+        ):
+            phases[key] = phases.get(key, 0.0) + seconds
+        # The worker's split of its timing (warm-up, pairs and the steps of its calls,
+        # cross-checks): diagnostics only, from an untrusted process, so nothing is decided
+        # on them.
         for step_name, seconds in _phases(timed.summary.phases).items():
             key = f"timing.{step_name}"
-            self.result.phases_s[key] = self.result.phases_s.get(key, 0.0) + seconds
+            phases[key] = phases.get(key, 0.0) + seconds
         self.result.environment.update(_clock_environment(name, timed.clocks))
         if problem:
             return ("rejected", f"config {state.config.label()}: {problem}")
@@ -1223,11 +1207,6 @@ class _Ended(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-def _pair_order(pair: int) -> tuple[str, str]:
-    """The order of the two calls of a timed pair (as `timing.measure` runs them)."""
-    return ("baseline", "candidate") if pair % 2 == 0 else ("candidate", "baseline")
 
 
 _FRAME = re.compile(r'^  File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.*))?$')

@@ -72,6 +72,10 @@ class Laps:
         self.totals[name] = self.totals.get(name, 0.0) + now - self.last
         self.last = now
 
+    def add(self, name: str, seconds: float) -> None:
+        """Add `seconds` to `name` (a part of a lap, timed by the caller without a sync)."""
+        self.totals[name] = self.totals.get(name, 0.0) + seconds
+
 
 @dataclass(frozen=True)
 class TimingPlan:
@@ -255,16 +259,22 @@ def measure(
     wrt: Sequence[str],
     plan: TimingPlan,
     l2_bytes: int,
-    after_call: Callable[[str, int, Any], None],
+    after_call: Callable[[str, int, Any], float],
     compiled: Callable[..., Any] | str | None = None,
 ) -> Measurement:
     """Time candidate against baseline on one config, then cross-check the measurement.
 
     `after_call(role, pair, output)` runs after every timed call, device synchronised: the
     worker reports the call to the judge there and waits for it (the judge's clock, and its
-    choice of outputs to check). `compiled` (for `torch2*` tracks: `torch.compile` of the
+    choice of outputs to check); it returns the seconds it spent sending a sampled output (0
+    for a call not sampled). `compiled` (for `torch2*` tracks: `torch.compile` of the
     reference, compiled ahead by the caller) is timed after the pairs, under the same protocol,
     for the record only; a string is why it could not be compiled.
+
+    The pairs' host time is split per step into the laps `pairs.prepare` (fresh inputs),
+    `pairs.launch` (queueing the flush, the busy-wait, the events and the call), `pairs.sync`
+    (waiting for the device), `pairs.report` (the judge's go-ahead) and `pairs.sample` (sampled
+    outputs sent): sums read from the host clock between the steps, no sync added.
     """
     import torch
 
@@ -297,11 +307,16 @@ def measure(
         result.spin_us = 2.0 * launch_us + 20.0
         result.laps.lap("warmup")
         started = time.perf_counter()
+        # Host seconds per step of a timed call, summed over the calls (`measure`'s docstring).
+        prepare_s = launch_s = sync_s = report_s = sample_s = 0.0
+        clock = time.perf_counter
         k = 0
         while k < plan.max_pairs:
             order = ("baseline", "candidate") if k % 2 == 0 else ("candidate", "baseline")
             for role in order:
+                t0 = clock()
                 args = inputs[role].prepare(plan.call_seeds[k % len(plan.call_seeds)])
+                t1 = clock()
                 flush.zero_()
                 # Keep the GPU busy while the host launches the call, so that the events time
                 # the kernels, not the host's launch of them.
@@ -309,13 +324,21 @@ def measure(
                 start.record()
                 out = _call(fns[role], args, wrt_idx)
                 end.record()
+                t2 = clock()
                 torch.cuda.synchronize()
+                t3 = clock()
                 elapsed_us = start.elapsed_time(end) * 1000.0
                 if role == "candidate":
                     result.candidate_us.append(elapsed_us)
                 else:
                     result.baseline_us.append(elapsed_us)
-                after_call(role, k, out)
+                sent_s = after_call(role, k, out)
+                t4 = clock()
+                prepare_s += t1 - t0
+                launch_s += t2 - t1
+                sync_s += t3 - t2
+                report_s += t4 - t3 - sent_s
+                sample_s += sent_s
             k += 1
             if k >= plan.min_pairs and k % 10 == 0:
                 ratios = [
@@ -326,6 +349,14 @@ def measure(
                 if time.perf_counter() - started > plan.time_cap_s:
                     break
         result.laps.lap("pairs")
+        for step, seconds in (
+            ("prepare", prepare_s),
+            ("launch", launch_s),
+            ("sync", sync_s),
+            ("report", report_s),
+            ("sample", sample_s),
+        ):
+            result.laps.add(f"pairs.{step}", seconds)
         _cross_check(result, fns, inputs, plan, wrt_idx, flush)
         result.laps.lap("cross_check")
         if isinstance(compiled, str):

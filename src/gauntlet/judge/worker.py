@@ -1230,19 +1230,8 @@ def _time_configs(
     make = _entry(Path(request.task_root), request.inputs, "_gauntlet_timing_inputs")
     backward = bool(request.wrt)
 
-    def after_call(role: str, position: int, out: Any) -> None:
-        # The judge's clock brackets this call; then it says whether to send its output.
-        _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
-        command = protocol.parse_command(commands.read(None)[0])
-        if command.keep:
-            outputs = timing.forward_outputs(out, backward)
-            _send(
-                fd,
-                protocol.SampledOutput(
-                    event="sampled_output", position=position, count=len(outputs)
-                ),
-                outputs,
-            )
+    def after_call(role: str, position: int, out: Any) -> float:
+        return _report_call(fd, commands, role, position, out, backward)
 
     for name in names:
         config = by_name[name]
@@ -1274,6 +1263,29 @@ def _time_configs(
                 clocks={"before": clocks_before, "after": _clocks()},
             ),
         )
+
+
+def _report_call(
+    fd: int, commands: FrameReader, role: str, position: int, out: Any, backward: bool
+) -> float:
+    """Report a timed call to the judge, wait for its go-ahead, send the output if it asks.
+
+    The judge's clock brackets the call (from its previous go-ahead to this report); only then
+    does it say whether the call is one of its secret samples. Returns the seconds spent
+    sending the output (0 for a call not sampled), which the judge's clock leaves out too.
+    """
+    _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
+    command = protocol.parse_command(commands.read(None)[0])
+    if not command.keep:
+        return 0.0
+    sending = time.perf_counter()
+    outputs = timing.forward_outputs(out, backward)
+    _send(
+        fd,
+        protocol.SampledOutput(event="sampled_output", position=position, count=len(outputs)),
+        outputs,
+    )
+    return time.perf_counter() - sending
 
 
 def _compile_references(

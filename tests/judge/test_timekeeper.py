@@ -1,0 +1,98 @@
+"""The judge's side of the timed calls (`gauntlet/judge/timekeeper.py`), against a real process.
+
+The caller (`tests/support/timed_caller.py`) reports its calls with the worker's own code
+(`worker._report_call`) over the workers' real channel; only the GPU is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gauntlet.judge import protocol, timekeeper, workers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _caller(home: Path, *args: str) -> workers.WorkerHandle:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")]),
+        "OMP_NUM_THREADS": "1",
+    }
+    return workers.WorkerHandle("tests.support.timed_caller", env=env, cwd=home, args=args)
+
+
+def _reader(
+    handle: workers.WorkerHandle,
+) -> Callable[[bool], tuple[protocol.Event, list[Any]]]:
+    def read(sampled: bool) -> tuple[protocol.Event, list[Any]]:
+        header, tensors = handle.read(time.monotonic() + 60)
+        return protocol.parse_event(header), tensors
+
+    return read
+
+
+def _started(handle: workers.WorkerHandle, config: str) -> None:
+    event, _ = _reader(handle)(False)
+    assert isinstance(event, protocol.TimingStart) and event.config == config
+
+
+def test_the_judge_answers_every_call_and_receives_only_its_secret_samples(
+    tmp_path: Path,
+) -> None:
+    handle = _caller(tmp_path, "C1", "12", "--elements", "1000")
+    try:
+        _started(handle, "C1")
+        followed = timekeeper.follow(
+            "C1", _reader(handle), handle.send, frozenset({3, 7, 10}), max_pairs=2000
+        )
+        finished = handle.finish(grace_s=30)
+    finally:
+        handle.close()
+    assert finished.returncode == 0, finished.stderr
+    assert followed.timed.config == "C1" and followed.calls == 24
+    # Each sampled output is its own call's (the caller fills it with the pair's index).
+    assert sorted(followed.sampled) == [3, 7, 10]
+    for pair, outputs in followed.sampled.items():
+        assert len(outputs) == 1 and outputs[0].shape == (1000,)
+        assert bool((outputs[0] == pair).all())
+    # The caller sent outputs only where the judge asked, after its report.
+    assert json.loads(finished.stdout.splitlines()[-1])["sampled"] == [3, 7, 10]
+    # Every call but the first is bracketed by the judge's clock.
+    assert sorted(followed.walls["candidate"]) == list(range(12))
+    assert sorted(followed.walls["baseline"]) == list(range(1, 12))
+    assert all(w > 0 for role in followed.walls.values() for w in role.values())
+    assert 0 < followed.judge_s and 0 < followed.samples_s
+
+
+def test_a_call_reported_out_of_order_is_a_breach(tmp_path: Path) -> None:
+    handle = _caller(tmp_path, "C1", "4", "--wrong-role-at", "2")
+    try:
+        _started(handle, "C1")
+        with pytest.raises(timekeeper.Breach, match="expected the baseline call of pair 2"):
+            timekeeper.follow("C1", _reader(handle), handle.send, frozenset(), max_pairs=2000)
+    finally:
+        handle.close()
+
+
+def test_calls_past_the_plans_pairs_are_a_breach(tmp_path: Path) -> None:
+    handle = _caller(tmp_path, "C1", "4")
+    try:
+        _started(handle, "C1")
+        with pytest.raises(timekeeper.Breach, match="pair 3"):
+            timekeeper.follow("C1", _reader(handle), handle.send, frozenset(), max_pairs=3)
+    finally:
+        handle.close()
+
+
+def test_the_answers_are_the_protocols_next_commands() -> None:
+    for keep in (False, True):
+        command = protocol.parse_command(timekeeper.ANSWERS[keep])
+        assert command.command == "next" and command.keep is keep

@@ -1,0 +1,85 @@
+"""The candidate worker's side of a config's timed calls, without a GPU, for the timekeeper.
+
+    python -m tests.support.timed_caller COMMAND_FD RESULT_FD CONFIG PAIRS
+        [--elements N] [--call-us US] [--wrong-role-at PAIR]
+
+Speaks the real protocol through the real code: after `TimingStart`, PAIRS pairs of calls in
+`timing.measure`'s order, each reported with `worker._report_call` (which sends the call's
+output when the judge asks for it), then a `Timed` frame. A call is a busy wait of `--call-us`
+microseconds (standing in for the GPU's time) returning a float32 tensor of `--elements`
+elements whose first element is the pair. `--wrong-role-at PAIR` reports that pair's first call
+under the other role (a breach). Prints one JSON line at the end: `report_s`, the seconds the
+calls waited for the judge's go-ahead (`timing.measure`'s `pairs.report`), and `sampled`, the
+pairs whose output the judge asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from gauntlet.judge import protocol, timekeeper, worker
+from gauntlet.judge.channel import FrameReader, write_frame
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command_fd", type=int)
+    parser.add_argument("result_fd", type=int)
+    parser.add_argument("config")
+    parser.add_argument("pairs", type=int)
+    parser.add_argument("--elements", type=int, default=16)
+    parser.add_argument("--call-us", type=float, default=0.0)
+    parser.add_argument("--wrong-role-at", type=int, default=-1)
+    args = parser.parse_args()
+    commands = FrameReader(args.command_fd)
+    fd = args.result_fd
+    write_frame(fd, protocol.TimingStart(event="timing_start", config=args.config).model_dump())
+    report_s, sent_s = 0.0, 0.0
+    sampled = []
+    for pair in range(args.pairs):
+        for step, role in enumerate(timekeeper.pair_order(pair)):
+            until = time.perf_counter() + args.call_us / 1e6
+            while time.perf_counter() < until:
+                pass
+            out = torch.full((args.elements,), float(pair))
+            if pair == args.wrong_role_at and step == 0:
+                role = timekeeper.pair_order(pair)[1]
+            started = time.perf_counter()
+            sending = worker._report_call(fd, commands, role, pair, out, backward=False)
+            report_s += time.perf_counter() - started - sending
+            sent_s += sending
+            if sending:
+                sampled.append(pair)
+    times = [args.call_us] * args.pairs
+    summary = protocol.TimingSummary(
+        baseline=args.call_us,
+        candidate=args.call_us,
+        baseline_iqr=0.0,
+        candidate_iqr=0.0,
+        speedup=1.0,
+        speedup_ci=(1.0, 1.0),
+        count=args.pairs,
+        baseline_us=times,
+        candidate_us=times,
+        host_us=0.0,
+        event_us=0.0,
+        launch_overhead_us=0.0,
+        problem="",
+        kernels=[],
+        compiled=None,
+        spin_us=0.0,
+        compiled_note="",
+        phases={"pairs.report": report_s, "pairs.sample": sent_s},
+    )
+    timed = protocol.Timed(event="timed", config=args.config, summary=summary, clocks={})
+    write_frame(fd, timed.model_dump())
+    print(json.dumps({"report_s": report_s, "sampled": sampled}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
