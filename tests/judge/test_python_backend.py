@@ -112,3 +112,34 @@ def test_feedback_checks_each_distribution_once_and_times_to_five_percent(tmp_pa
         assert fast.timing.plan.target_ci == timing.FEEDBACK_TARGET_CI
         assert fast.timing.plan.time_cap_s == timing.FEEDBACK_TIME_CAP_S
         assert slow.timing.plan.time_cap_s == final.time_cap_s
+
+
+@pytest.mark.slow  # a whole judgment, 9-14 s here; test_channel's writer process is the fast one
+def test_references_kept_across_judgments_hold_no_descriptors(tmp_path: Path) -> None:
+    # A large frame comes as a memory file; the judge keeps the reference's frames for later
+    # judgments of the task. Mapped with Python's mmap, each kept frame held a descriptor: 80
+    # after four KernelBench level 1 judgments, past 1024 over a level.
+    from gauntlet.judge.python_backend import _REFERENCES
+    from gauntlet.task import Config
+
+    def frame_files() -> list[str]:
+        links = []
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                links.append(os.readlink(f"/proc/self/fd/{name}"))
+            except OSError:
+                continue  # the listing's own descriptor
+        return [link for link in links if "gauntlet-frame" in link]
+
+    task = with_spec(SCALE_ADD(), baseline=None)  # its Triton baseline takes seconds here
+    big = Config(name="big", params={"n": 1 << 18, "dtype": "float32"})  # 2 MiB float64 out
+    request = dataclasses.replace(
+        cpu_request(task, task.root / "expert", tmp_path), configs=[big], seed=41
+    )
+    before = frame_files()
+    evaluation = _Evaluation(request)
+    result = evaluation.run()
+    assert [c.correct for c in result.results] == [True], result.reason or result.results
+    kept = _REFERENCES.get(_REFERENCES.key(task, evaluation.states[0], "cpu"))
+    assert kept is not None and kept[0][0].outputs[0].nbytes >= 2 << 20
+    assert frame_files() == before

@@ -64,13 +64,16 @@ def tolerance_for(spec: ToleranceSpec, dtype: str) -> Tolerance:
 #: Bytes of float64 temporaries the comparison holds per element of a chunk (about ten
 #: float64 and six boolean arrays of the chunk's size).
 COMPARE_BYTES_PER_ELEMENT = 96
-#: Elements compared at once on the host (about 6 MiB of temporaries, 512 KiB each). Small, so
-#: that the allocator mostly reuses the temporaries' memory from chunk to chunk instead of
-#: faulting in fresh pages: at 2^24 each temporary was a new mapping, 210 bytes faulted in per
-#: element compared and more system time than arithmetic (153 ns an element in all); at 2^16,
-#: 32 bytes and 72 ns (8M float32 elements against float64, one thread, 2-core host,
-#: 2026-11-27). PyTorch's microseconds per operation are about 5% of a chunk's time.
-HOST_CHUNK_ELEMENTS = 1 << 16
+#: Elements compared at once on the host: fewer than PyTorch's grain size (32,768), so that
+#: every operation runs on the calling thread. The host's cores are the workers'; and under
+#: load an intra-op parallel region waits for all its threads to be scheduled: 4M elements
+#: compared in chunks of 2^16 took 8.5 s with PyTorch's two threads on this busy 2-core
+#: machine, 0.35 s with one. Small chunks also let the allocator reuse the temporaries'
+#: memory: at 2^24 each one was a fresh mapping whose pages all faulted in (210 bytes per
+#: element, more system time than arithmetic; two 4M comparisons 4-5.5 s, 1.4-1.8 CPU s); at
+#: 2^14, 2 bytes (1.0-1.7 s, 0.5 CPU s). PyTorch's microseconds per operation are about a
+#: tenth of a chunk's time (2026-11-27).
+HOST_CHUNK_ELEMENTS = 1 << 14
 #: Share of the GPU's free memory the comparison's temporaries may take.
 DEVICE_MEMORY_SHARE = 0.5
 
@@ -193,9 +196,12 @@ def _compare_chunk(
     tally.within += int(within.sum())
     finite_both = ref_finite & cand_finite
     if bool(finite_both.any()):
-        tally.max_abs = max(tally.max_abs, float(diff[finite_both].max()))
+        # Masked with `where`, not selected (`diff[finite_both]`): errors are never negative, so
+        # zero stands in for the elements left out, and a boolean selection runs in parallel
+        # whatever its size, stalling for tens of milliseconds where the cores are busy.
+        tally.max_abs = max(tally.max_abs, float(torch.where(finite_both, diff, 0.0).max()))
         rel = diff / ref.abs().clamp_min(1e-30)
-        tally.max_rel = max(tally.max_rel, float(rel[finite_both].max()))
+        tally.max_rel = max(tally.max_rel, float(torch.where(finite_both, rel, 0.0).max()))
     ref_f = torch.where(ref_finite, ref, torch.zeros_like(ref))
     cand_f = torch.where(ref_finite, cand, torch.zeros_like(cand))
     tally.ref_norm = math.hypot(tally.ref_norm, float(torch.linalg.vector_norm(ref_f)))
