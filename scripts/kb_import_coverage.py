@@ -132,10 +132,12 @@ BASELINE_TIMEOUT_S = 3600
 def _baseline(tasks: Path, report: ProblemReport, id_prefix: str) -> dict[str, Any]:
     """The written task's baseline judged on `cpu`, all configs: passed, how many, why not.
 
-    Judged in a child process (this script's `--judge-baseline`): judgments made side by side
-    in one process's threads leave memory-file descriptors of the judge's channel open (about
-    ten each, measured here on 2026-11-27), and past descriptor 1024 the channel's `select()`
-    fails every later judgment; a child's descriptors end with it.
+    Judged in a child process (this script's `--judge-baseline`), so the references the judge
+    keeps for later judgments of a task (`python_backend._REFERENCES`, up to a quarter of the
+    host's memory) end with it instead of piling up over a level. (The descriptors these kept
+    references held, one per frame, first made this a child: past descriptor 1024 the
+    channel's `select()` failed every later judgment; now none is held, 390979b, and the
+    channel polls, 9832495.)
     """
     from gauntlet import process
 
