@@ -18,10 +18,13 @@ The model is scripted (a loopback server: nothing leaves the machine). The propo
   comment line of its own: the same kernel N times, each judged as a new submission.
 
 Each candidate is judged in feedback mode (visible configs; timed on a GPU) through the agent's
-own warm `gauntlet.Judge`; none is deduplicated or skipped. The seed (the starting files) is one
-of the N. The search runs as a run runs the agent (`EvolveAgent.run` on a built workspace), so
-its wall time, the device time the issue counts, includes the agent's whole loop: its judge's
-start, prompts, HTTP, the feedback tools, the log.
+own warm `gauntlet.Judge`, `--judges` at once (the agent's `judges` option; default
+`GAUNTLET_JUDGMENTS_PER_GPU` on a GPU, 2 elsewhere: on a GPU their compiles, references and
+correctness trials overlap and each is timed alone under the GPU's lock; `--judges 1` gives the
+one-at-a-time figure to compare with); none is deduplicated or skipped. The seed (the starting
+files) is one of the N. The search runs as a run runs the agent (`EvolveAgent.run` on a built
+workspace), so its wall time, the device time the issue counts, includes the agent's whole
+loop: its judge's start, prompts, HTTP, the feedback tools, the log.
 
 Prints (and appends with `--out`) one markdown table row: the machine, the device, the wall
 time of the search, the judge's share of it, seconds per candidate, and whether N candidates
@@ -55,7 +58,7 @@ sys.path.insert(0, str(REPO))  # the scripted model server lives in tests/suppor
 
 from gauntlet import devices, suites  # noqa: E402
 from gauntlet.agents.autotune_search import KnobSpace, Point  # noqa: E402
-from gauntlet.agents.base import AgentContext, Budget, ModelSettings  # noqa: E402
+from gauntlet.agents.base import AgentContext, Budget, ModelSettings, search_judgments  # noqa: E402
 from gauntlet.agents.evolve import EvolveAgent, SearchSettings  # noqa: E402
 from gauntlet.agents.evolve_log import CandidateJudged, SearchLog  # noqa: E402
 from gauntlet.agents.evolve_prompts import parse_files  # noqa: E402
@@ -180,6 +183,8 @@ class SearchFigures(BaseModel):
     task_id: str
     proposer: str
     inputs: str
+    judges: int
+    """Candidates judged at once."""
     candidates: int
     """N, the candidates asked for (the seed included)."""
     target_s: float
@@ -289,7 +294,7 @@ class Figures:
         f = self.figures
         state = "" if f.state == "finished" else f" ({f.state})"
         return (
-            f"| {f.date} | {f.host} | {f.device} | {f.task_id} | {f.inputs} | "
+            f"| {f.date} | {f.host} | {f.device} | {f.task_id} | {f.inputs} | {f.judges} | "
             f"{f.judged} ({f.correct} correct){state} | {f.wall_s:.1f} | {f.judge_s:.1f} | "
             f"{f.median_judge_s or 0:.2f} | {f.wall_s / max(f.judged, 1):.2f} | "
             f"{'yes' if f.within_target else 'no'} |"
@@ -297,9 +302,9 @@ class Figures:
 
 
 HEADER = (
-    "| date | host | device | task | inputs | candidates judged | wall s | judge s | "
-    "median judge s | wall s per candidate | N within target |\n"
-    "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+    "| date | host | device | task | inputs | judged at once | candidates judged | wall s | "
+    "judge s | median judge s | wall s per candidate | N within target |\n"
+    "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 )
 
 
@@ -326,9 +331,17 @@ def main() -> int:
         "--out", type=Path, help="append the table row to this file (a new one gets the header)"
     )
     parser.add_argument("--json", type=Path, help="write the figures here, as the search goes")
+    parser.add_argument(
+        "--judges",
+        type=int,
+        help="candidates judged at once (default: the agent's, GAUNTLET_JUDGMENTS_PER_GPU on a "
+        "GPU, 2 elsewhere)",
+    )
     args = parser.parse_args()
     if args.candidates < 2:
         parser.error("--candidates must be at least 2 (the seed and one proposal)")
+    if args.judges is not None and args.judges < 1:
+        parser.error("--judges must be at least 1")
 
     task = suites.load_by_id(args.task)
     device = devices.device_for(task, args.device)
@@ -345,6 +358,7 @@ def main() -> int:
         task_id=args.task,
         proposer=args.proposer,
         inputs=args.inputs,
+        judges=args.judges or search_judgments(device),
         candidates=args.candidates,
         target_s=args.target_s,
     )
@@ -394,6 +408,7 @@ def _search(task: Task, device: str, args: argparse.Namespace, figures: Figures,
         time_cap_s=args.time_cap,
         crossover=0.0,  # one parent a proposal: the knob proposer mutates the file it is shown
         inputs=args.inputs,
+        judges=figures.figures.judges,
     )
     budget = Budget(wall_s=24 * 3600)
     message = "stopped by a signal"

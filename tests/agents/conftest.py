@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gauntlet import suites
 from gauntlet.agents.base import AgentContext, Budget, ModelSettings
 from gauntlet.task import Task, load_task
 from gauntlet.workspace import Workspace, build_workspace
@@ -15,6 +16,7 @@ TASK_DIR = Path(__file__).parent / "task_scale"
 REPO = Path(__file__).resolve().parents[2]
 
 MakeContext = Callable[..., tuple[AgentContext, Workspace]]
+MakeAccelContext = Callable[..., AgentContext]
 
 
 @pytest.fixture
@@ -51,5 +53,29 @@ def make_context(tmp_path: Path) -> MakeContext:
             seed=3,
         )
         return ctx, workspace
+
+    return make
+
+
+@pytest.fixture
+def accel_context(tmp_path: Path) -> MakeAccelContext:
+    """A workspace and context for `accel/npu/relu` on `sim:npu`, in a fresh attempt folder."""
+
+    def make(base_url: str, budget: Budget | None = None, name: str = "attempt") -> AgentContext:
+        task = suites.load_by_id("accel/npu/relu")
+        budget = budget or Budget(wall_s=300)
+        workspace = build_workspace(
+            task, tmp_path / name / "ws" / "workspace", device="sim:npu", budget=budget
+        )
+        return AgentContext(
+            task=task,
+            workspace=workspace.path,
+            brief=workspace.brief,
+            budget=budget,
+            model=ModelSettings(model="fake-model", base_url=base_url),
+            device="sim:npu",
+            transcript=tmp_path / name / "run" / "transcript.jsonl",
+            seed=7,
+        )
 
     return make

@@ -22,6 +22,7 @@ from gauntlet.report.attempts import attempt_view
 from gauntlet.runner import RunConfig, start_run
 from gauntlet.task import Task, load_task
 from tests.support.fixtures import TASKS
+from tests.support.judge_gate import ReverseFinish
 from tests.support.rundirs import RunBuilder
 
 RELU = "accel/npu/relu"
@@ -117,7 +118,34 @@ def test_grid_search_on_an_accelerator_task_submits_the_fastest_point(
     # Feedback judgments with the attempt's own seed, visible configs only.
     assert [kwargs for kwargs, _ in judged] == [{"mode": "feedback", "seed": 3}] * 5
     assert all(c.config.hidden is False for _, v in judged for c in v.configs)
-    assert [round(v.speedup or 0, 9) for _, v in judged] == [round(t["speedup"], 9) for t in trials]
+    # (In the order the judgments ended: two at a time by default on a simulator.)
+    assert sorted(round(v.speedup or 0, 9) for _, v in judged) == sorted(
+        round(t["speedup"], 9) for t in trials
+    )
+
+
+def test_points_judged_at_once_are_recorded_as_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grid of 5 in batches of 3 and 2, each batch's judgments in flight together and ending
+    # in reverse order: the same trials, in the same order, and the same choice.
+    task = suites.load_by_id(RELU)
+    alone = context(task, tmp_path / "alone", "sim:npu", seed=3)
+    AutotuneAgent(calls=8, judges=1).run(alone)
+    gate = ReverseFinish([3, 2])
+    gate.install(monkeypatch)
+    together = context(task, tmp_path / "together", "sim:npu", seed=3)
+    AutotuneAgent(calls=8, judges=3).run(together)
+    assert gate.most_at_once == 3 and gate.returned == [2, 1, 0, 4, 3]
+
+    def trials(ctx: AgentContext) -> list[dict[str, Any]]:
+        return [{k: v for k, v in t.items() if k != "duration_s"} for t in lines(ctx)]
+
+    assert trials(together) == trials(alone)
+    assert [t["knobs"]["RB_SPLIT"] for t in lines(together)[:-1]] == [4, 1, 2, 8, 16]
+    assert (together.workspace / "kernel.asm").read_text() == (
+        alone.workspace / "kernel.asm"
+    ).read_text()
 
 
 def test_the_call_budget_is_respected_and_the_search_repeats_with_its_seed(
@@ -125,24 +153,30 @@ def test_the_call_budget_is_respected_and_the_search_repeats_with_its_seed(
 ) -> None:
     task = suites.load_by_id(RELU)  # 5 points, 3 calls: a model-based search
     runs = []
-    for attempt in range(2):
+    # Two judged at once (the default on a simulator), then one at a time: the template's point
+    # and the random start are the same points either way.
+    for attempt, spec in enumerate(
+        ["autotune:calls=3", "autotune:calls=3", "autotune:calls=3,judges=1"]
+    ):
         ctx = context(task, tmp_path / str(attempt), "sim:npu", seed=7)
-        result = make_agent("autotune:calls=3").run(ctx)
+        result = make_agent(spec).run(ctx)
         runs.append([(t["knobs"], t["speedup"]) for t in lines(ctx)[:-1]])
         assert result.usage.turns == 3
-    assert runs[0] == runs[1] and len(runs[0]) == 3
+    assert runs[0] == runs[1] == runs[2] and len(runs[0]) == 3
     assert runs[0][0][0] == {"RB_SPLIT": 4}
     assert len({str(knobs) for knobs, _ in runs[0]}) == 3
-    assert len(judged) == 6
+    assert len(judged) == 9
 
 
-def test_the_seconds_budget_stops_the_search(tmp_path: Path) -> None:
+@pytest.mark.parametrize("judges", [1, 2])
+def test_the_seconds_budget_stops_the_search(tmp_path: Path, judges: int) -> None:
     ticks = iter(range(0, 10_000, 10))  # every reading of the clock is 10 s later
-    agent = AutotuneAgent(calls=8, seconds=25, clock=lambda: float(next(ticks)))
+    agent = AutotuneAgent(calls=8, seconds=25, clock=lambda: float(next(ticks)), judges=judges)
     ctx = context(suites.load_by_id(RELU), tmp_path, "sim:npu")
     result = agent.run(ctx)
-    # Judged at 10 s (a 10 s judgment); at 40 s another would end past 25 s.
-    assert result.usage.turns == 1 and len(lines(ctx)) == 2
+    # The first batch starts at 10 s (nothing to estimate it by); the next, at 60 s after a
+    # batch of 30 s (one at a time; 80 s after 50 s with two), would end past 25 s.
+    assert result.usage.turns == judges and len(lines(ctx)) == judges + 1
 
 
 def scale_add_with_knobs(tmp_path: Path, knobs: str = KNOBS, tuned: str = TUNED) -> Path:
@@ -168,21 +202,21 @@ def test_on_an_untimed_device_the_template_point_is_submitted_unjudged(
     assert "'cpu' is not timed" in result.message and "unjudged" in result.message
 
 
+@pytest.mark.parametrize("judges", [1, 2])
 def test_a_failing_judge_keeps_the_best_point_so_far(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judges: int
 ) -> None:
     original = Judge.eval
-    calls = iter(range(100))
 
     def failing(self: Judge, task: Task | str, submission: Path | str, **kwargs: Any) -> Verdict:
-        if next(calls) == 1:
+        if Path(submission).name == "point-1":  # the second point fails (with two at once too)
             raise JudgeError("the simulator pool died")
         return original(self, task, submission, **kwargs)
 
     monkeypatch.setattr(Judge, "eval", failing)
     task = suites.load_by_id(RELU)
     ctx = context(task, tmp_path, "sim:npu")
-    result = AutotuneAgent().run(ctx)
+    result = AutotuneAgent(judges=judges).run(ctx)
     assert result.status == "finished" and result.usage.turns == 1
     assert "stopped when the judge failed: the simulator pool died" in result.message
     assert (ctx.workspace / "kernel.asm").read_text() == task.path("expert.asm").read_text()
@@ -258,7 +292,9 @@ def test_a_literal_that_is_an_expression_is_rejected(tmp_path: Path) -> None:
         load_task(folder)
 
 
-@pytest.mark.parametrize("argument", ["calls=0", "calls=many", "speed=3", "time_cap=0"])
+@pytest.mark.parametrize(
+    "argument", ["calls=0", "calls=many", "speed=3", "time_cap=0", "judges=0", "judges=x"]
+)
 def test_bad_options_are_errors(argument: str) -> None:
     with pytest.raises(ConfigError, match="autotune"):
         make_agent(f"autotune:{argument}")

@@ -86,18 +86,22 @@ def test_a_search_writes_its_figures_and_a_table_with_the_header(
     bench = _script()
     figures, table = tmp_path / "search.json", tmp_path / "search.md"
     argv = ["bench_evolve.py", "--task", RELU, "--candidates", "4", "--inputs", "fixed"]
+    argv += ["--judges", "2"]
     monkeypatch.setattr(sys, "argv", [*argv, "--json", str(figures), "--out", str(table)])
     assert bench.main() == 0
     data = json.loads(figures.read_text())
     assert data["state"] == "finished" and data["judged"] == 4 and data["within_target"]
-    assert data["inputs"] == "fixed" and data["proposer"] == "knobs"
+    assert data["inputs"] == "fixed" and data["proposer"] == "knobs" and data["judges"] == 2
     assert "correctness" in data["phases_median_s"]
-    assert [n for n, _ in data["timeline"]] == [1, 2, 3]  # before each of the 3 proposals
+    # Before each of the 3 proposals: the seed judged, then a batch of two asked while the
+    # first of them may still be judged, then the last.
+    judged = [n for n, _ in data["timeline"]]
+    assert len(judged) == 3 and judged[0] == 1 and judged == sorted(judged) and judged[2] >= 3
     assert [c["knobs"] for c in data["judged_candidates"]][:2] == [None, {"RB_SPLIT": 4}]
     assert data["distinct_points"] >= 2
     lines = table.read_text().splitlines()
     assert lines[0].startswith("| date | host | device |") and len(lines) == 3
-    assert f"| {RELU} | fixed | 4 (" in lines[2]
+    assert f"| {RELU} | fixed | 2 | 4 (" in lines[2]
 
 
 def test_a_search_stopped_by_sigterm_writes_what_it_judged_and_exits_3(tmp_path: Path) -> None:

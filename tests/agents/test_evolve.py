@@ -26,7 +26,6 @@ from gauntlet.agents.evolve_log import (
 )
 from gauntlet.errors import ConfigError
 from gauntlet.task import Task
-from gauntlet.workspace import build_workspace
 from tests.support.fake_openai import Answer, FakeOpenAI, say
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,30 +45,6 @@ def relu() -> Task:
 
 
 MakeContext = Callable[..., AgentContext]
-
-
-@pytest.fixture
-def accel_context(tmp_path: Path) -> MakeContext:
-    """A workspace and context for `accel/npu/relu` on `sim:npu`, in a fresh attempt folder."""
-
-    def make(base_url: str, budget: Budget | None = None, name: str = "attempt") -> AgentContext:
-        task = relu()
-        budget = budget or Budget(wall_s=300)
-        workspace = build_workspace(
-            task, tmp_path / name / "ws" / "workspace", device="sim:npu", budget=budget
-        )
-        return AgentContext(
-            task=task,
-            workspace=workspace.path,
-            brief=workspace.brief,
-            budget=budget,
-            model=ModelSettings(model="fake-model", base_url=base_url),
-            device="sim:npu",
-            transcript=tmp_path / name / "run" / "transcript.jsonl",
-            seed=7,
-        )
-
-    return make
 
 
 def candidates(ctx: AgentContext) -> list[CandidateJudged]:
@@ -385,7 +360,7 @@ def test_fixed_inputs_judge_every_candidate_on_one_draw(scale_task: Task) -> Non
     for count, judge in enumerate((fresh, fresh, fixed, fixed)):
         judge(scale_task, Path("."), device="cpu", configs="visible", seed=count, mode="feedback")
     assert seeds == [0, 1, 99, 99]
-    assert fresh.calls_since_reset == 2
+    assert fresh.calls == 2
     assert make_agent("evolve:inputs=fixed").settings.inputs == "fixed"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="'inputs' of agent 'evolve' must be fresh or fixed"):
         make_agent("evolve:inputs=same")

@@ -37,6 +37,22 @@ def kernel(text: str) -> Answer:
     return say(f"File: kernel.asm\n```\n{text}```\n")
 
 
+def wait_recorded(root: Path, candidates: int) -> None:
+    """Wait until a search log under `root` records `candidates` candidates.
+
+    The search judges a proposal while it asks the next (judges at once), so the test kills it
+    once the proposal before the held one is recorded, whichever thread got there first.
+    """
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for path in root.rglob("search/search.jsonl"):
+            kinds = [json.loads(line).get("kind") for line in path.read_text().splitlines()]
+            if kinds.count("candidate") >= candidates:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no search log under '{root}' recorded {candidates} candidates")
+
+
 def children_of(pid: int) -> list[int]:
     """Process ids whose parent is `pid` (from /proc)."""
     found = []
@@ -62,6 +78,7 @@ def test_a_killed_evolve_agent_resumes_from_its_search_log(tmp_path: Path) -> No
     release = threading.Event()
 
     def hold(request: dict[str, Any]) -> Answer | HTTPError:
+        wait_recorded(tmp_path / "attempt", 2)
         waiting.set()
         release.wait(60)
         return error(400, "the client is gone")
@@ -126,6 +143,7 @@ def test_a_killed_evolve_run_resumes_where_its_search_stopped(tmp_path: Path) ->
 
     def hold(request: dict[str, Any]) -> Answer | HTTPError:
         # The second proposal: the test kills the run while the agent waits for this answer.
+        wait_recorded(out, 2)
         waiting.set()
         release.wait(60)
         return error(400, "the client is gone")

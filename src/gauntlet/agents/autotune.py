@@ -12,7 +12,13 @@ template's own point included); `seconds`, wall seconds of searching (never past
 wall budget); `time_cap`, seconds of GPU timing per config in a search judgment, which as a
 feedback judgment times at most `timing.FEEDBACK_TIME_CAP_S` (0.25 s) a config anyway: only a
 lower cap changes it (a rougher ranking for a cheaper search; the final verdict is timed as
-always).
+always); `judges`, points judged at once through the one warm judge (default
+`base.search_judgments`: `GAUNTLET_JUDGMENTS_PER_GPU` on a GPU, where they share it and each is
+timed alone under its lock; 2 on a simulator). Each batch of `judges` points is proposed before
+any of them is judged (`Search.propose` counts the ones pending as tried, so a grid goes in the
+same order and the random start draws the same points as one at a time) and recorded in the
+order proposed, whichever judgment ends first; the wall budget starts a batch only where the
+last batch's time still fits.
 Where there is nothing to search the agent makes no judge call and says so in its transcript:
 a task that declares no knobs gets the baseline, and on a device whose verdicts carry no times
 (`cpu`, Triton's interpreter) no point can be ranked above another, so the template's own point
@@ -28,19 +34,28 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gauntlet.agents.autotune_search import KnobSpace, Point, Search, SearchKind
-from gauntlet.agents.base import AgentContext, AgentResult, Usage, agent, search_spares
+from gauntlet.agents.base import (
+    AgentContext,
+    AgentResult,
+    Usage,
+    agent,
+    search_judgments,
+    search_spares,
+)
 from gauntlet.agents.evolve_log import GenerationRow
 from gauntlet.agents.options import number, parse_options
 from gauntlet.errors import JudgeError
 from gauntlet.judge.pipeline import device_is_timed
 from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S, FEEDBACK_TIME_CAP_S
+from gauntlet.judge.verdict import Verdict
 from gauntlet.knobs import Value, apply, template_point
 from gauntlet.task import AutotuneSpec, Task
 
@@ -52,6 +67,8 @@ OPTIONS = {
     "seconds": "wall seconds of searching per task (default: the attempt's wall budget)",
     "time_cap": f"seconds of GPU timing per config of a search judgment, at most "
     f"{FEEDBACK_TIME_CAP_S:g} in feedback mode whatever it says (default {DEFAULT_TIME_CAP_S:g})",
+    "judges": "points judged at once (default: GAUNTLET_JUDGMENTS_PER_GPU on a GPU, 2 on a "
+    "simulator; 1: one at a time)",
 }
 #: Seconds kept from the attempt's wall budget for writing the result.
 _RESERVE_S = 5.0
@@ -106,10 +123,13 @@ class AutotuneAgent:
         seconds: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         time_cap_s: float = DEFAULT_TIME_CAP_S,
+        judges: int | None = None,
     ) -> None:
         self.calls = calls
         self.seconds = seconds
         self.time_cap_s = time_cap_s
+        self.judges = judges
+        """Points judged at once (None: `base.search_judgments` of the device)."""
         self.clock = clock
         """Seconds since some start (tests inject one)."""
 
@@ -142,50 +162,72 @@ class AutotuneAgent:
         budget_s = ctx.budget.wall_s - _RESERVE_S
         if self.seconds is not None:
             budget_s = min(budget_s, self.seconds)
+        judges = self.judges or search_judgments(ctx.device)
         best: tuple[float, Point] | None = None
         calls = 0
         failure = ""
         with (
             tempfile.TemporaryDirectory(prefix="gauntlet-autotune-") as tmp,
             Judge(
-                device=ctx.device, time_cap_s=self.time_cap_s, spare_workers=search_spares()
+                device=ctx.device,
+                time_cap_s=self.time_cap_s,
+                spare_workers=search_spares(judges),
             ) as judge,
+            ThreadPoolExecutor(judges, thread_name_prefix="autotune-judge") as pool,
         ):
             last_s = 0.0
             while calls < self.calls and self.clock() - started + last_s <= budget_s:
-                point = search.propose()
-                if point is None:
+                # A batch: at most `judges` points (never past the call budget), judged at once.
+                points: list[Point] = []
+                while len(points) < min(judges, self.calls - calls):
+                    point = search.propose(points)
+                    if point is None:
+                        break
+                    points.append(point)
+                if not points:
                     break
-                files = _render(base, tuning, template, ctx.task, space.assignment(point))
-                folder = Path(tmp) / f"point-{calls}"
-                _write(folder, files)
-                judged = self.clock()
-                try:
-                    verdict = judge.eval(ctx.task, folder, mode="feedback", seed=ctx.seed)
-                except JudgeError as err:
-                    # The judge's own failure: keep what the search found so far.
-                    logger.warning("autotune on %s: the judge failed: %s", ctx.task.task_id, err)
-                    failure = f"; stopped when the judge failed: {err}"
+                batch_started = self.clock()
+                judging = [
+                    pool.submit(
+                        self._judge,
+                        judge,
+                        ctx,
+                        Path(tmp) / f"point-{calls + n}",
+                        _render(base, tuning, template, ctx.task, space.assignment(point)),
+                    )
+                    for n, point in enumerate(points)
+                ]
+                # Recorded in the order proposed, whichever judgment ends first.
+                for point, future in zip(points, judging, strict=True):
+                    try:
+                        verdict, duration_s = future.result()
+                    except JudgeError as err:
+                        # The judge's own failure: keep what the search found before this point.
+                        logger.warning(
+                            "autotune on %s: the judge failed: %s", ctx.task.task_id, err
+                        )
+                        failure = f"; stopped when the judge failed: {err}"
+                        break
+                    calls += 1
+                    speedup = verdict.speedup if verdict.passed else None
+                    search.record(point, math.log(speedup) if speedup else None)
+                    _append(
+                        ctx.transcript,
+                        AutotuneTrial(
+                            index=calls - 1,
+                            search=search.kind,
+                            knobs=space.assignment(point),
+                            status=verdict.status,
+                            speedup=speedup,
+                            duration_s=round(duration_s, 3),
+                            reason=verdict.reason[:_REASON_CHARS],
+                        ),
+                    )
+                    if speedup is not None and (best is None or speedup > best[0]):
+                        best = (speedup, point)
+                if failure:
                     break
-                last_s = self.clock() - judged
-                shutil.rmtree(folder)
-                calls += 1
-                speedup = verdict.speedup if verdict.passed else None
-                search.record(point, math.log(speedup) if speedup else None)
-                _append(
-                    ctx.transcript,
-                    AutotuneTrial(
-                        index=calls - 1,
-                        search=search.kind,
-                        knobs=space.assignment(point),
-                        status=verdict.status,
-                        speedup=speedup,
-                        duration_s=round(last_s, 3),
-                        reason=verdict.reason[:_REASON_CHARS],
-                    ),
-                )
-                if speedup is not None and (best is None or speedup > best[0]):
-                    best = (speedup, point)
+                last_s = self.clock() - batch_started
         if best is None:
             _write(ctx.workspace, ctx.task.baseline_files())
             note = f"no point of {len(space)} passed in {calls} judgments: the baseline{failure}"
@@ -197,6 +239,17 @@ class AutotuneAgent:
             f"(speedup {best[0]:.3f}){failure}"
         )
         return self._finish(ctx, started, knobs, best[0], calls, len(space), note)
+
+    def _judge(
+        self, judge: Judge, ctx: AgentContext, folder: Path, files: dict[str, str]
+    ) -> tuple[Verdict, float]:
+        """One point's feedback verdict and its seconds (on a judging thread)."""
+        _write(folder, files)
+        started = self.clock()
+        verdict = judge.eval(ctx.task, folder, mode="feedback", seed=ctx.seed)
+        duration_s = self.clock() - started
+        shutil.rmtree(folder)
+        return verdict, duration_s
 
     def _finish(
         self,
@@ -296,8 +349,10 @@ def _autotune(argument: str) -> AutotuneAgent:
     calls = int(number("autotune", "calls", options.get("calls", str(DEFAULT_CALLS))))
     seconds = options.get("seconds")
     time_cap = options.get("time_cap", str(DEFAULT_TIME_CAP_S))
+    judges = options.get("judges")
     return AutotuneAgent(
         calls=max(calls, 1),
         seconds=number("autotune", "seconds", seconds) if seconds is not None else None,
         time_cap_s=number("autotune", "time_cap", time_cap),
+        judges=max(int(number("autotune", "judges", judges)), 1) if judges is not None else None,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -61,7 +61,7 @@ class KnobSpace:
 
 
 class Search:
-    """Proposes the points to judge, one at a time, from the results so far."""
+    """Proposes the points to judge from the results so far (and those being judged)."""
 
     def __init__(self, space: KnobSpace, start: Point, calls: int, seed: int) -> None:
         self.space = space
@@ -77,16 +77,22 @@ class Search:
         """The judge's result of a proposed point."""
         self.results[point] = log_speedup
 
-    def propose(self) -> Point | None:
-        """The next point to judge; None when every point has been judged."""
-        untried = [p for p in self.space.points if p not in self.results]
+    def propose(self, pending: Collection[Point] = ()) -> Point | None:
+        """The next point to judge; None when every point has been judged or is `pending`.
+
+        `pending`: points proposed and not yet recorded (judged at once with this one). They
+        count as tried: the grid's order and the random draws are what proposing them one at a
+        time would give; only the model ranks without their results.
+        """
+        untried = [p for p in self.space.points if p not in self.results and p not in pending]
         if not untried:
             return None
-        if self.start not in self.results:
+        if self.start not in self.results and self.start not in pending:
             return self.start
         if self.kind == "grid":
             return untried[0]
-        if len(self.results) < 1 + self.initial:
+        if len(self.results) + len(pending) < 1 + self.initial or not self.results:
+            # (No result yet: a batch wider than the random start has nothing to model.)
             return self._rng.choice(untried)
         return self._modelled(untried)
 

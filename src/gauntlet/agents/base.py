@@ -23,14 +23,33 @@ AgentStatus = Literal["finished", "budget_exhausted", "timeout", "error"]
 SEARCH_STATE_DIR = "search"
 
 
-def search_spares() -> int:
+def search_spares(judgments: int = 1) -> int:
     """Spare judge workers per role for a search agent's own warm judge (`autotune`, `evolve`).
 
     Its feedback judgments come one right after another, and one spare's imports fall behind
-    them (on an H200 a judgment waited 2.2 s for its worker; `docs/gpu_evidence.md`), so two
-    where the host has `settings.SPARES_MIN_CORES` cores for them, else one.
+    them (on an H200 a judgment waited 2.2 s for its worker; `docs/gpu_evidence.md`), so two,
+    or one per judgment made at once (`judgments`), where the host has
+    `settings.SPARES_MIN_CORES` cores for them, else one.
     """
-    return 2 if (os.cpu_count() or 1) >= settings.SPARES_MIN_CORES else 1
+    return max(2, judgments) if (os.cpu_count() or 1) >= settings.SPARES_MIN_CORES else 1
+
+
+#: Judgments at once of a search agent on a device that is not a GPU (the CPU's Triton
+#: interpreter, the accelerator simulators): each takes a core, and the runner's other attempts
+#: want theirs.
+OFF_GPU_JUDGMENTS = 2
+
+
+def search_judgments(device: str) -> int:
+    """How many of its candidates a search agent judges at once by default on `device`.
+
+    On a GPU, as many as share it (`settings.JUDGMENTS_PER_GPU`: their compiles, references and
+    correctness trials side by side, each timed alone under the GPU's lock); elsewhere
+    `OFF_GPU_JUDGMENTS`.
+    """
+    if device.startswith(("cuda", "rocm")):
+        return settings.JUDGMENTS_PER_GPU
+    return OFF_GPU_JUDGMENTS
 
 
 class Budget(BaseModel):

@@ -14,6 +14,14 @@ correct is a hard gate; then the highest speedup; on an untimed device, such as 
 earliest correct one). The best candidate is written into the workspace as soon as it is
 found, so the runner judges it by the full protocol whenever the agent stops.
 
+Proposals come in batches of max(`parallel`, `judges`), planned from the same population: the
+model is asked `parallel` at once, and `judges` candidates are judged at once through the one
+warm judge (on a GPU they share it: their compiles, references and correctness trials side by
+side, each timed alone under the GPU's lock). Each proposal takes its batch's turn in proposal
+order (its transcript lines, its candidate id, the duplicate check, the verifiers), and
+candidates are recorded in that order, each as soon as it and those before it are judged: so
+ids, lineage, selection and the log do not depend on which judgment ends first.
+
 Every candidate's lineage, verifier results, verdict and cost is appended to the attempt's
 `search/search.jsonl` (`agents.evolve_log`) with its files; a run resumed after a kill goes on
 from there, counting what was spent before against the budgets.
@@ -29,9 +37,10 @@ import random
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +53,7 @@ from gauntlet.agents.base import (
     ModelSettings,
     Usage,
     agent,
+    search_judgments,
     search_spares,
 )
 from gauntlet.agents.evolve_log import (
@@ -98,7 +108,9 @@ OPTIONS = {
     "generations": "generations after the seed (default 4)",
     "population": "correct candidates kept as parents (default 4)",
     "proposals": "candidates proposed per generation (default 4)",
-    "parallel": "proposals asked of the model at once, from the same population (default 1)",
+    "parallel": "proposals asked of the model at once (default 1)",
+    "judges": "candidates judged at once through the warm judge (default: "
+    "GAUNTLET_JUDGMENTS_PER_GPU on a GPU, 2 elsewhere; 1: one at a time)",
     "judge_calls": "most judge calls in all (default 0: unlimited)",
     "tokens": "most tokens in all (default: the run's --budget, else unlimited)",
     "dollars": "most dollars in all (default: the run's budget, else unlimited)",
@@ -131,8 +143,11 @@ class SearchSettings(BaseModel):
     population: int = Field(default=4, ge=1)
     proposals: int = Field(default=4, ge=1)
     parallel: int = Field(default=1, ge=1)
-    """Proposals asked of the model at once (they see the same population); their candidates
-    are still verified and judged one at a time, in order."""
+    """Proposals asked of the model at once."""
+    judges: int | None = Field(default=None, ge=1)
+    """Candidates judged at once (None: `base.search_judgments` of the device). A batch of
+    max(parallel, judges) proposals is planned from the same population; the next is planned
+    once the batch is recorded. 1 and 1: each proposal sees every candidate before it."""
     judge_calls: int = Field(default=0, ge=0)
     """0: unlimited."""
     tokens: int = Field(default=0, ge=0)
@@ -204,39 +219,23 @@ class EvolveAgent:
         Raises:
             ConfigError: No model is named, or no API key is set for the default endpoint.
         """
-        from gauntlet.agents.tools import Toolbox
         from gauntlet.judge.service import Judge
-        from gauntlet.workspace import build_workspace
 
         client = self._client(ctx.model)
-        log = SearchLog(ctx.transcript.parent)
         writer = TranscriptWriter(ctx.transcript)
+        judges = self.settings.judges or search_judgments(ctx.device)
         try:
             with (
                 tempfile.TemporaryDirectory(prefix="gauntlet-evolve-") as tmp,
                 Judge(
-                    ctx.device, time_cap_s=self.settings.time_cap_s, spare_workers=search_spares()
+                    ctx.device,
+                    time_cap_s=self.settings.time_cap_s,
+                    spare_workers=search_spares(judges),
                 ) as judge,
             ):
-                # Candidates are judged from a workspace of their own: the attempt's workspace
-                # only ever holds the best so far, which the runner judges if the agent is killed.
-                bench = build_workspace(
-                    ctx.task, Path(tmp) / "bench", device=ctx.device, budget=ctx.budget
-                )
                 fixed = ctx.seed * 1_000_003 if self.settings.inputs == "fixed" else None
-                counting = _CountingJudge(judge, fixed_seed=fixed)
-                toolbox = Toolbox(
-                    ctx.task,
-                    bench.path,
-                    device=ctx.device,
-                    # Fresh inputs per candidate, resumed or not; never the run's secret seed.
-                    seed=ctx.seed * 1_000_003 + len(log.records()),
-                    judge=counting,
-                    log_path=log.root / "tool-calls.jsonl",
-                )
-                return _Search(
-                    self, ctx, client, writer, _Bench(bench.path, counting, toolbox)
-                ).run()
+                bench = _Bench(ctx, Path(tmp), judge, fixed_seed=fixed)
+                return _Search(self, ctx, client, writer, bench, judges).run()
         finally:
             writer.close()
 
@@ -249,15 +248,140 @@ class _Plan:
     operation: Operation
     parents: list[int]
     messages: list[dict[str, str]]
+    kept: dict[str, str]
+    """The first parent's files: what an answer leaves out is kept from them."""
 
 
 @dataclass(frozen=True)
-class _Bench:
-    """Where candidates are judged: a workspace of the search's own and its feedback tools."""
+class _Judged:
+    """What the feedback tools said of one candidate."""
 
-    folder: Path
-    judge: _CountingJudge
-    toolbox: Toolbox
+    feedback: str
+    verdict: Verdict | None
+    profile: str
+    judge_calls: int
+    judge_s: float
+
+
+@dataclass
+class _Proposal:
+    """A candidate made (in its batch's turn), waiting to be recorded in candidate order."""
+
+    candidate_id: int
+    generation: int
+    operation: Operation
+    parents: list[int]
+    outcome: Outcome
+    files: dict[str, str]
+    feedback: str = ""
+    spent: tuple[int, int, float] = (0, 0, 0.0)
+    verifiers: list[VerifierResult] = field(default_factory=list)
+    digest: str = ""
+    twin: int | None = None
+    """The earlier candidate with the same files (a duplicate), recorded before this one."""
+    judgment: Future[_Judged] | None = None
+    """Its judgment, under way on the judging threads."""
+
+
+class _Bench:
+    """Where candidates are judged: workspaces of the search's own, one per judgment at once.
+
+    The attempt's workspace only ever holds the best so far, which the runner judges if the
+    agent is killed. Each candidate gets feedback tools of its own on a free bench, seeded by its
+    candidate id (fresh inputs per candidate, the same whichever bench or thread judges it;
+    never the run's secret seed).
+    """
+
+    def __init__(self, ctx: AgentContext, root: Path, judge: Judge, *, fixed_seed: int | None):
+        self.ctx = ctx
+        self.root = root
+        self.judge = judge
+        self.fixed_seed = fixed_seed
+        self.log_path = SearchLog(ctx.transcript.parent).root / "tool-calls.jsonl"
+        self._free: list[Path] = []
+        self._built = 0
+        self._lock = threading.Lock()
+
+    def judge_files(self, candidate_id: int, files: dict[str, str], caller: str) -> _Judged:
+        """Judge one candidate through the feedback tools (on a judging thread)."""
+        from gauntlet.agents.tools import Toolbox
+
+        folder = self._take()
+        try:
+            for name, text in files.items():
+                target = folder / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            counting = _CountingJudge(self.judge, fixed_seed=self.fixed_seed)
+            toolbox = Toolbox(
+                self.ctx.task,
+                folder,
+                device=self.ctx.device,
+                seed=self.ctx.seed * 1_000_003 + candidate_id,
+                judge=counting,
+                log_path=self.log_path,
+            )
+            answer = toolbox.call("bench", {}, caller=caller)
+            verdict = counting.last
+            profile = ""
+            if verdict is not None and verdict.passed and _has_tool(toolbox, "profile"):
+                profile = toolbox.call("profile", {}, caller=caller).text
+        finally:
+            self._give_back(folder)
+        return _Judged(answer.text, verdict, profile, counting.calls, counting.seconds)
+
+    def _take(self) -> Path:
+        from gauntlet.workspace import build_workspace
+
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            self._built += 1
+            number = self._built
+        built = build_workspace(
+            self.ctx.task,
+            self.root / f"bench-{number}",
+            device=self.ctx.device,
+            budget=self.ctx.budget,
+        )
+        return built.path
+
+    def _give_back(self, folder: Path) -> None:
+        with self._lock:
+            self._free.append(folder)
+
+
+class _Batch:
+    """Proposals planned from one population: each takes its turn in proposal order.
+
+    In its turn a proposal is written to the transcript, parsed, compared with the candidates
+    before it, verified, given the next candidate id and sent to be judged; so ids, duplicates,
+    the transcript and the verifiers' calls do not depend on which answer or judgment came first.
+    """
+
+    def __init__(self, first_id: int, known: dict[str, int]) -> None:
+        self.next_id = first_id
+        self.known = known
+        """Digest -> id of each candidate judged or to be judged, this batch's included."""
+        self._turn = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def turn(self, index: int) -> Iterator[None]:
+        """Wait for proposal `index`'s turn (every earlier one's has ended), then hold it."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._turn == index)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._turn += 1
+                self._changed.notify_all()
+
+    def new_id(self) -> int:
+        """The next candidate id (in a turn)."""
+        self.next_id += 1
+        return self.next_id - 1
 
 
 class _Search:
@@ -270,11 +394,11 @@ class _Search:
         client: ChatClient,
         writer: TranscriptWriter,
         bench: _Bench,
+        judges: int,
     ) -> None:
         self.owner = owner
-        self.bench = bench.folder
-        self.judge = bench.judge
-        self.toolbox = bench.toolbox
+        self.bench = bench
+        self.judges = judges
         self.settings = owner.settings
         self.ctx = ctx
         self.client = client
@@ -289,6 +413,9 @@ class _Search:
         """Generations whose selection is recorded."""
         self.model_calls = 0
         self.model_errors = 0
+        self.spent_tokens = 0
+        self.spent_usd = 0.0
+        """Tokens and dollars of every proposal and verifier so far, recorded or not yet."""
         self._writing = threading.Lock()
         self.started = owner._clock()
         wall = ctx.budget.wall_s
@@ -297,6 +424,8 @@ class _Search:
         self.deadline = self.started + wall
         self.tokens_budget = _tighter(self.settings.tokens, ctx.budget.tokens)
         self.cost_budget = _tighter(self.settings.cost_usd, ctx.budget.cost_usd)
+        self.batch = max(self.settings.parallel, judges)
+        """Proposals planned from one population (asked `parallel` and judged `judges` at once)."""
 
     # The session.
 
@@ -312,6 +441,8 @@ class _Search:
                 judge_calls=self.settings.judge_calls,
                 verifiers=list(self.settings.verifiers),
                 resumed_from=len(self.candidates),
+                parallel=self.settings.parallel,
+                judges=self.judges,
             )
         )
         self.writer.write(
@@ -323,7 +454,12 @@ class _Search:
                 tools=["bench", "profile"] if self.ctx.task.spec.track == "accel" else ["bench"],
             )
         )
-        status, message = self._search()
+        with (
+            ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="evolve-ask") as ask,
+            ThreadPoolExecutor(self.judges, thread_name_prefix="evolve-judge") as judging,
+        ):
+            self._asking, self._judging = ask, judging
+            status, message = self._search()
         usage = self._usage()
         self.writer.write(AgentFinished(status=status, message=message, usage=usage.model_dump()))
         return AgentResult(
@@ -337,6 +473,8 @@ class _Search:
                 self._remember(record, self.log.files(record) if record.files else {})
             elif isinstance(record, GenerationEnded):
                 self.ended.add(record.generation)
+        self.spent_tokens = sum(c.tokens_in + c.tokens_out for c in self.candidates)
+        self.spent_usd = sum(c.cost_usd for c in self.candidates)
         if self.best is not None:
             self._write_best()
             logger.info(
@@ -350,27 +488,45 @@ class _Search:
         if not any(c.generation == 0 for c in self.candidates):
             seed = self._starting_files()
             if seed is not None:
-                self._judge_candidate(0, "seed", [], seed)
+                batch = _Batch(len(self.candidates), dict(self.by_digest))
+                self._take(self._screen(0, "seed", [], seed, batch))
         if 0 not in self.ended:
             self._end_generation(0)
         for generation in range(1, self.settings.generations + 1):
             index = sum(c.generation == generation for c in self.candidates)
             while index < self.settings.proposals:
-                stop = self._budget_stop()
+                stop = self._budget_stop() or self._errors_stop()
                 if stop is not None:
                     return stop
-                last = min(index + self.settings.parallel, self.settings.proposals)
-                plans = [self._plan(generation, i) for i in range(index, last)]
-                for plan, answer in zip(plans, self._ask_all(plans), strict=True):
-                    self._take(plan, *answer)
-                if self.model_errors >= MAX_MODEL_ERRORS:
-                    return "error", f"the model failed {self.model_errors} times in a row"
-                index = last
+                size = min(self.batch, self.settings.proposals - index)
+                if self.settings.judge_calls:
+                    # No proposal the judge-call budget could not judge (none is in flight now).
+                    size = min(size, self.settings.judge_calls - self._usage().tool_calls)
+                self._run_batch(generation, index, size)
+                # (A budget may have left some unasked: the check above then stops the search.)
+                index = sum(c.generation == generation for c in self.candidates)
             if generation not in self.ended:
                 self._end_generation(generation)
         return "finished", self._summary()
 
-    # One candidate: planned, asked of the model (a batch at once), then verified and judged.
+    def _run_batch(self, generation: int, index: int, size: int) -> None:
+        """Plan `size` proposals from the population as it is, ask, judge and record them.
+
+        They are asked `parallel` and judged `judges` at once; each is recorded (in proposal
+        order) as soon as it and those before it are.
+        """
+        plans = [self._plan(generation, i) for i in range(index, index + size)]
+        batch = _Batch(len(self.candidates), dict(self.by_digest))
+        made = [
+            self._asking.submit(self._propose, plan, number, batch)
+            for number, plan in enumerate(plans)
+        ]
+        for future in made:
+            proposal = future.result()
+            if proposal is not None:
+                self._take(proposal)
+
+    # One candidate: planned, asked of the model, screened in its turn, judged, recorded.
 
     def _plan(self, generation: int, index: int) -> _Plan:
         rng = random.Random(f"{self.ctx.seed}/{generation}/{index}")
@@ -386,14 +542,22 @@ class _Search:
                 ),
             },
         ]
-        return _Plan(generation, operation, parents, messages)
+        kept = self.files[parents[0]] if parents else {}
+        return _Plan(generation, operation, parents, messages, kept)
 
-    def _ask_all(self, plans: list[_Plan]) -> list[tuple[Completion | ModelAPIError, float]]:
-        """The model's answer to each plan (or its error) and its seconds, asked all at once."""
-        if len(plans) == 1:
-            return [self._ask(plans[0])]
-        with ThreadPoolExecutor(len(plans), thread_name_prefix="evolve-proposal") as pool:
-            return list(pool.map(self._ask, plans))
+    def _propose(self, plan: _Plan, index: int, batch: _Batch) -> _Proposal | None:
+        """Ask the model (on an asking thread), then take the batch's turn: None if not asked."""
+        try:
+            # A budget spent, or the model failing, asks no more (counting what earlier
+            # proposals of the batch spent: with one asking thread they have all taken their turn).
+            stopped = self._budget_stop() or self._errors_stop()
+            answer = None if stopped is not None else self._ask(plan)
+        except BaseException:
+            with batch.turn(index):  # the proposals after it still take theirs
+                pass
+            raise
+        with batch.turn(index):
+            return None if answer is None else self._answered(plan, *answer, batch)
 
     def _ask(self, plan: _Plan) -> tuple[Completion | ModelAPIError, float]:
         started = self.owner._clock()
@@ -405,7 +569,14 @@ class _Search:
             return err, self.owner._clock() - started
         return completion, self.owner._clock() - started
 
-    def _take(self, plan: _Plan, answer: Completion | ModelAPIError, duration_s: float) -> None:
+    def _answered(
+        self,
+        plan: _Plan,
+        answer: Completion | ModelAPIError,
+        duration_s: float,
+        batch: _Batch,
+    ) -> _Proposal:
+        """The proposal the model's answer makes (in its turn)."""
         generation, operation, parents = plan.generation, plan.operation, plan.parents
         # The system prompt (the brief) is the same for every proposal: written once a session.
         for message in plan.messages[0 if self.model_calls == 0 else 1 :]:
@@ -415,14 +586,16 @@ class _Search:
             self._write(
                 ApiErrored(turn=self.model_calls + 1, attempt=0, error=str(answer), retry_in_s=None)
             )
-            self._record(generation, operation, parents, "model_error", {}, str(answer))
-            return
+            return _Proposal(
+                batch.new_id(), generation, operation, parents, "model_error", {}, str(answer)
+            )
         completion = answer
         self.model_errors = 0
         self.model_calls += 1
         cost = self.owner.prices.cost_usd(
             self.client.model, completion.tokens_in, completion.tokens_out
         )
+        self._spend(completion.tokens_in + completion.tokens_out, cost)
         self._write(
             ModelCalled(
                 turn=self.model_calls,
@@ -440,42 +613,36 @@ class _Search:
         parsed = parse_files(completion.content, self.names)
         if isinstance(parsed, dict) and parents:
             # A file the answer leaves out is the first parent's, unchanged.
-            parsed = {**self.files[parents[0]], **parsed}
+            parsed = {**plan.kept, **parsed}
         if isinstance(parsed, str) or set(parsed) != set(self.names):
             missing = (
                 parsed
                 if isinstance(parsed, str)
                 else ", ".join(sorted(set(self.names) - set(parsed)))
             )
-            self._record(generation, operation, parents, "unparsed", {}, missing, spent)
-            return
+            return _Proposal(
+                batch.new_id(), generation, operation, parents, "unparsed", {}, missing, spent
+            )
         files = {name: parsed[name] for name in self.names}
-        self._judge_candidate(generation, operation, parents, files, spent)
+        return self._screen(generation, operation, parents, files, batch, spent)
 
-    def _judge_candidate(
+    def _screen(
         self,
         generation: int,
         operation: Operation,
         parents: list[int],
         files: dict[str, str],
+        batch: _Batch,
         spent: tuple[int, int, float] = (0, 0, 0.0),
-    ) -> None:
-        verifiers: list[VerifierResult] = []
-        digest = _digest(files)
-        if digest in self.by_digest:
-            twin = self.candidates[self.by_digest[digest]]
-            self._record(
-                generation,
-                operation,
-                parents,
-                "duplicate",
-                files,
-                f"the same files as candidate {twin.candidate_id}: {twin.feedback}",
-                spent,
-                status=twin.status,
-                digest=digest,
-            )
-            return
+    ) -> _Proposal:
+        """A candidate's files: a duplicate, rejected by a verifier, or sent to be judged."""
+        candidate_id = batch.new_id()
+        made = _Proposal(candidate_id, generation, operation, parents, "judged", files, "", spent)
+        made.digest = _digest(files)
+        twin = batch.known.get(made.digest)
+        if twin is not None:
+            made.outcome, made.twin = "duplicate", twin
+            return made
         if self.settings.verifiers and operation != "seed":
             results = verify(
                 self.client,
@@ -486,47 +653,59 @@ class _Search:
                 timeout_s=self._request_timeout(),
             )
             self.model_calls += len(results)
-            spent = (
+            self._spend(
+                sum(r.tokens_in + r.tokens_out for r in results), sum(r.cost_usd for r in results)
+            )
+            made.spent = (
                 spent[0] + sum(r.tokens_in for r in results),
                 spent[1] + sum(r.tokens_out for r in results),
                 spent[2] + sum(r.cost_usd for r in results),
             )
+            made.verifiers = results
             rejection = rejected_by(results)
             if rejection is not None:
-                why = f"rejected by the {rejection.name} verifier: {rejection.reason}"
-                self._record(
-                    generation, operation, parents, "rejected", files, why, spent,
-                    verifiers=results, digest=digest,
-                )  # fmt: skip
-                return
-            verifiers = results
-        for name, text in files.items():
-            target = self.bench / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        self.judge.reset()
-        answer = self.toolbox.call("bench", {}, caller=self.owner.name)
-        verdict = self.judge.last
-        profile = ""
-        if verdict is not None and verdict.passed and self._has_tool("profile"):
-            profile = self.toolbox.call("profile", {}, caller=self.owner.name).text
+                made.outcome = "rejected"
+                made.feedback = f"rejected by the {rejection.name} verifier: {rejection.reason}"
+                return made
+        batch.known[made.digest] = candidate_id
+        made.judgment = self._judging.submit(
+            self.bench.judge_files, candidate_id, files, self.owner.name
+        )
+        return made
+
+    def _take(self, made: _Proposal) -> None:
+        """Record a candidate, its judgment awaited (on the search's thread, in candidate order)."""
+        fields: dict[str, Any] = {"digest": made.digest, "verifiers": made.verifiers}
+        feedback = made.feedback
+        if made.twin is not None:
+            twin = self.candidates[made.twin]
+            feedback = f"the same files as candidate {twin.candidate_id}: {twin.feedback}"
+            fields["status"] = twin.status
+        if made.judgment is not None:
+            judged = made.judgment.result()
+            verdict = judged.verdict
+            feedback = judged.feedback
+            fields.update(
+                status=verdict.status if verdict is not None else "judge_error",
+                correct=verdict is not None and verdict.passed,
+                speedup=verdict.speedup if verdict is not None else None,
+                profile=judged.profile,
+                judge_calls=judged.judge_calls,
+                judge_s=judged.judge_s,
+                phases_s=_phases(verdict),
+            )
+        if made.outcome in ("unparsed", "model_error"):
+            fields = {}
+        assert made.candidate_id == len(self.candidates), "candidates recorded out of order"
         self._record(
-            generation,
-            operation,
-            parents,
-            "judged",
-            files,
-            answer.text,
-            spent,
-            status=verdict.status if verdict is not None else "judge_error",
-            correct=verdict is not None and verdict.passed,
-            speedup=verdict.speedup if verdict is not None else None,
-            profile=profile,
-            verifiers=verifiers,
-            judge_calls=self.judge.calls_since_reset,
-            judge_s=self.judge.seconds_since_reset,
-            phases_s=_phases(verdict),
-            digest=digest,
+            made.generation,
+            made.operation,
+            made.parents,
+            made.outcome,
+            made.files,
+            feedback,
+            made.spent,
+            **fields,
         )
 
     def _record(
@@ -643,9 +822,6 @@ class _Search:
     def _failure(record: CandidateJudged) -> str:
         return f"candidate {record.candidate_id} ({record.outcome}): {record.feedback}"
 
-    def _has_tool(self, name: str) -> bool:
-        return any(spec.name == name for spec in self.toolbox.specs())
-
     # Files.
 
     def _starting_files(self) -> dict[str, str] | None:
@@ -679,31 +855,46 @@ class _Search:
             tool_calls=sum(c.judge_calls for c in self.candidates),
         )
 
+    def _spend(self, tokens: int, cost_usd: float) -> None:
+        # In a turn: one at a time.
+        self.spent_tokens += tokens
+        self.spent_usd += cost_usd
+
     def _budget_stop(self) -> tuple[AgentStatus, str] | None:
-        usage = self._usage()
+        """Why no more may be asked or judged, if a budget is spent.
+
+        Tokens and dollars count every model call that has answered, its candidate recorded or
+        not; judge calls count recorded candidates (a batch is cut to the calls left before it
+        starts, so none in flight can pass the budget).
+        """
         if self.owner._clock() >= self.deadline:
             return "timeout", f"wall-clock budget exhausted; {self._summary()}"
-        tokens = usage.tokens_in + usage.tokens_out
+        tokens = self.spent_tokens
         if self.tokens_budget and tokens >= self.tokens_budget:
             return "budget_exhausted", (
                 f"token budget of {self.tokens_budget} exhausted ({tokens} used); {self._summary()}"
             )
-        if self.cost_budget and usage.cost_usd >= self.cost_budget:
+        if self.cost_budget and self.spent_usd >= self.cost_budget:
             return "budget_exhausted", (
-                f"cost budget of ${self.cost_budget:g} exhausted (${usage.cost_usd:.4f} used); "
+                f"cost budget of ${self.cost_budget:g} exhausted (${self.spent_usd:.4f} used); "
                 f"{self._summary()}"
             )
         calls = self.settings.judge_calls
-        if calls and usage.tool_calls >= calls:
+        if calls and self._usage().tool_calls >= calls:
             # The search's own length, like its generations: it ends as planned.
             return "finished", f"judge-call budget of {calls} spent; {self._summary()}"
+        return None
+
+    def _errors_stop(self) -> tuple[AgentStatus, str] | None:
+        if self.model_errors >= MAX_MODEL_ERRORS:
+            return "error", f"the model failed {self.model_errors} times in a row"
         return None
 
     def _request_timeout(self) -> float:
         return min(max(self.deadline - self.owner._clock(), 1.0), REQUEST_TIMEOUT_S)
 
     def _retrying(self, attempt: int, error: str, delay: float) -> None:
-        # Called from the proposal threads.
+        # Called from the asking threads.
         self._write(
             ApiErrored(turn=self.model_calls + 1, attempt=attempt, error=error, retry_in_s=delay)
         )
@@ -723,21 +914,15 @@ class _Search:
 
 
 class _CountingJudge:
-    """The judge function the toolbox calls: a warm `Judge`, counted and timed per candidate."""
+    """The judge function one candidate's toolbox calls: the warm `Judge`, counted and timed."""
 
     def __init__(self, judge: Judge, *, fixed_seed: int | None = None) -> None:
         """Judge with the toolbox's seed per submission, or `fixed_seed` for every one."""
         self._judge = judge
         self._fixed_seed = fixed_seed
         self.last: Verdict | None = None
-        self.calls_since_reset = 0
-        self.seconds_since_reset = 0.0
-
-    def reset(self) -> None:
-        """Forget the last verdict and the counts: a new candidate is judged."""
-        self.last = None
-        self.calls_since_reset = 0
-        self.seconds_since_reset = 0.0
+        self.calls = 0
+        self.seconds = 0.0
 
     def __call__(
         self,
@@ -751,7 +936,7 @@ class _CountingJudge:
     ) -> Verdict:
         """Judge as `gauntlet.judge.judge` would; `device` is the judge's own (the attempt's)."""
         started = time.monotonic()
-        self.calls_since_reset += 1
+        self.calls += 1
         try:
             verdict = self._judge.eval(
                 task,
@@ -761,9 +946,13 @@ class _CountingJudge:
                 seed=seed if self._fixed_seed is None else self._fixed_seed,
             )
         finally:
-            self.seconds_since_reset += time.monotonic() - started
+            self.seconds += time.monotonic() - started
         self.last = verdict
         return verdict
+
+
+def _has_tool(toolbox: Toolbox, name: str) -> bool:
+    return any(spec.name == name for spec in toolbox.specs())
 
 
 def _phases(verdict: Verdict | None) -> dict[str, float]:
@@ -825,6 +1014,7 @@ def settings_from_options(options: dict[str, str]) -> SearchSettings:
         population=count("population", 4),
         proposals=count("proposals", 4),
         parallel=count("parallel", 1),
+        judges=count("judges", 1) if "judges" in options else None,
         judge_calls=count("judge_calls", 0, zero=True),
         tokens=count("tokens", 0, zero=True),
         cost_usd=number("evolve", "dollars", options["dollars"]) if "dollars" in options else 0,

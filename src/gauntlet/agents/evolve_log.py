@@ -3,7 +3,8 @@
 `<attempt folder>/search/` (`SEARCH_STATE_DIR`, kept when a killed run resumes) holds
 `search.jsonl`, one typed record a line (`SearchStarted`, `CandidateJudged`,
 `GenerationEnded`, each with `kind` and `schema_version`, read through one union), appended and
-fsynced as each happens, and `candidates/<id>/` with each candidate's files. The agent resumes
+fsynced as each happens (candidates in id order, whichever judgment ended first), and
+`candidates/<id>/` with each candidate's files. The agent resumes
 from it; the report reads the progress per generation (`generation_rows`) from it.
 """
 
@@ -62,6 +63,10 @@ class SearchStarted(_Record):
     verifiers: list[str]
     resumed_from: int = 0
     """Candidates already in the log when this session began."""
+    parallel: int = 1
+    """Proposals asked of the model at once."""
+    judges: int = 1
+    """Candidates judged at once (a log older than these fields: one of each)."""
 
 
 class CandidateJudged(_Record):
