@@ -38,7 +38,8 @@
 #            attempt; resumable: unpack the tarball in the checkout and carry AUTOTUNE_RUN_DIR
 #   search   search.md, search.json and search.log: issue 22's search of SEARCH_CANDIDATES
 #            candidates on one GPU task (scripts/bench_evolve.py: `evolve` with a scripted
-#            proposer that moves the task's knobs, each candidate judged in feedback mode), its
+#            proposer that moves the task's knobs, each candidate judged in feedback mode,
+#            GAUNTLET_JUDGMENTS_PER_GPU of them at once: evolve's `judges` default on a GPU), its
 #            wall time against 600 s and where a judgment's time goes; search.json rewritten
 #            before every proposal
 # and summary.txt (each step and the exit status).
@@ -81,7 +82,8 @@
 #   KBIMPORT_JOBS=14     for `kbimport`: problems imported at once (each probe one CPU thread)
 #   KBCOMPAT_ARGS=       for `kbcompat`: more scripts/kb_compat_evidence.py arguments (--cases)
 #   AUTOTUNE_TASKS=      for `autotune`: a glob narrowing the tasks (e.g. 'torch2triton/*')
-#   AUTOTUNE_OPTIONS=calls=4  the agent's options (`autotune:calls=4`: judgments per task)
+#   AUTOTUNE_OPTIONS=calls=4  the agent's options (`autotune:calls=4`: judgments per task;
+#                        judges=N: points judged at once, default GAUNTLET_JUDGMENTS_PER_GPU)
 #   AUTOTUNE_TIME_CAP=2  seconds of timing per config in the final judgments
 #   AUTOTUNE_RUN_DIR=runs/autotune-gpu  the run folder: resumed when it holds a run
 #   SEARCH_TASK=torch2triton/causal_conv1d  for `search`: the task (its expert must have knobs)
@@ -89,7 +91,8 @@
 #   SEARCH_INPUTS=fixed  evolve's inputs option: one draw of inputs for the whole search, so
 #                        the judge's cached references serve every candidate (fresh: new ones
 #                        for each, a reference worker each)
-#   SEARCH_ARGS=         more scripts/bench_evolve.py arguments (e.g. --proposer copies)
+#   SEARCH_ARGS=         more scripts/bench_evolve.py arguments (e.g. --proposer copies;
+#                        --judges 1: one judgment at a time, the figure to compare with)
 #   DEVICE=cuda:0        the device of the autotune and search steps (DEVICE=sim:npu with an
 #                        accelerator task tries the steps on a machine without a GPU)
 #   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench, ray, kb, kbimport, kbcompat,
