@@ -16,7 +16,11 @@ task unless said. `--case TASK_DIR SUBMISSION_DIR` (repeatable) judges a task fo
 submission folder the same way (e.g. an imported KernelBench task with a KernelBench kernel:
 `scripts/kb_kit.py` builds `.kb-kit/`). Prints and writes (`--out`) a markdown table: wall per
 candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
-warm full protocol. With `--threads N`, each case is then judged by N threads at once through
+warm full protocol. On a GPU the timing's columns say where a timed call's host time goes
+(`timing.pairs.*`: fresh inputs, queueing the call, waiting for the device, waiting for the
+judge's go-ahead, sending sampled outputs; `timing.judge*`: the judge's own share), with the
+timed calls and milliseconds of `timing.pairs` per call, with and without the sampled outputs.
+With `--threads N`, each case is then judged by N threads at once through
 the same `Judge` (`--repeats` judgments each, full protocol then feedback; `--spares N` keeps
 a spare for each), and the footer gives candidates per hour at that parallelism: judgments
 share the GPU except while one times (`docs/gpu.md`, the GPU's lock). With
@@ -67,24 +71,56 @@ PHASES = (
 #: Parts of `correctness`: the configs' first calls (compiling, loading kernels) and the
 #: judge's own comparisons.
 PARTS = ("first_trial", "compare")
+#: Parts of `timing` (GPU only): the timed pairs, split per step of a call by the worker
+#: (`timing.measure`), and the judge's own share of the exchanges (`timekeeper.follow`).
+TIMING_PARTS = (
+    "timing.pairs",
+    "timing.pairs.prepare",
+    "timing.pairs.launch",
+    "timing.pairs.sync",
+    "timing.pairs.report",
+    "timing.pairs.sample",
+    "timing.judge",
+    "timing.judge_samples",
+)
+COLUMNS = PHASES + PARTS + TIMING_PARTS
 
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _timed_calls(verdict: Verdict) -> int:
+    """The timed calls of a verdict's pairs (two a pair, every config timed)."""
+    return sum(2 * c.timing.count for c in verdict.configs if c.timing is not None)
+
+
 def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     phases = {
-        name: statistics.median(v.phases_s.get(name, 0.0) for v in verdicts)
-        for name in PHASES + PARTS
+        name: statistics.median(v.phases_s.get(name, 0.0) for v in verdicts) for name in COLUMNS
     }
     statuses = ",".join(sorted({v.status for v in verdicts}))
-    cells = " | ".join(f"{phases[name]:.2f}" for name in PHASES + PARTS)
+    cells = " | ".join(f"{phases[name]:.2f}" for name in COLUMNS)
     speedup = _median([v.speedup for v in verdicts if v.speedup is not None])
     shown = f"{speedup:.3f}" if speedup is not None else "-"
+    calls = statistics.median(_timed_calls(v) for v in verdicts)
+    # Host milliseconds per timed call, all of `timing.pairs` and without the sampled outputs.
+    per_call = [
+        1e3 * v.phases_s.get("timing.pairs", 0.0) / _timed_calls(v)
+        for v in verdicts
+        if _timed_calls(v)
+    ]
+    unsampled = [
+        1e3
+        * (v.phases_s.get("timing.pairs", 0.0) - v.phases_s.get("timing.pairs.sample", 0.0))
+        / _timed_calls(v)
+        for v in verdicts
+        if _timed_calls(v)
+    ]
+    ms = " | ".join(f"{statistics.median(x):.2f}" if x else "-" for x in (per_call, unsampled))
     return (
-        f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {shown} "
-        f"| {statuses} |"
+        f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {calls:.0f} "
+        f"| {ms} | {shown} | {statuses} |"
     )
 
 
@@ -325,9 +361,10 @@ def main() -> int:
     if task_ids or args.case:
         table.add(
             "",
-            "| judgment | n | wall | " + " | ".join(PHASES + PARTS) + " | speedup | verdicts |",
-            "| --- | ---: | ---: | " + " | ".join("---:" for _ in PHASES + PARTS) + " | ---: "
-            "| --- |",
+            "| judgment | n | wall | " + " | ".join(COLUMNS) + " | timed calls | ms/call "
+            "| ms/call unsampled | speedup | verdicts |",
+            "| --- | ---: | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: | ---: "
+            "| ---: | ---: | --- |",
         )
     options = {
         "device": args.device,

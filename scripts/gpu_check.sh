@@ -11,7 +11,10 @@
 #   suite    suite.txt and suite-run.tar.gz: `gauntlet run` with the baseline and expert agents
 #   evidence evidence.json, evidence.md: repeatability, judge cost (scripts/gpu_evidence.py)
 #   cost     cost.json: `gauntlet eval` per candidate, this tree against OLD_TREE, alternating
-#   bench    bench.md: scripts/bench_judge.py, cold vs warm (`gauntlet.Judge`) vs feedback
+#   bench    bench.md: scripts/bench_judge.py, cold vs warm (`gauntlet.Judge`) vs feedback,
+#            with where a timed call's host time goes (timing.pairs.*, timing.judge*, ms per
+#            call); then scripts/bench_timed_calls.py: the judge's exchange per timed call on
+#            this host's CPUs alone (no GPU), alone, 3 at once and beside busy judge threads
 #   ray      ray.log and scaling.md: the Ray engine on this host's GPUs (tests/engines/
 #            test_ray_gpu.py, then scripts/bench_engines.py on one GPU and on all of them);
 #            needs Ray: carry .ray-kit/ (scripts/ray_kit.py builds it), installed where missing
@@ -196,7 +199,10 @@ for step in "${steps[@]}"; do
             bounded python3 scripts/bench_judge.py --device cuda:0 ${suite:+--suite "$suite"} \
                 --repeats 2 --out "$out/bench.md" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-            stop_workers ;;
+            stop_workers
+            { echo; bounded python3 scripts/bench_timed_calls.py --pairs 200; } 2>&1 \
+                | tee -a "$out/bench.md" | tail -n 9
+            [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
         ray)
             bounded python3 -m pytest -m gpu --gpu -q -p no:cacheprovider -n 0 tests/engines/test_ray_gpu.py \
                 > "$out/ray.log" 2>&1 || status=1

@@ -1,14 +1,16 @@
 """The candidate worker's side of a config's timed calls, without a GPU, for the timekeeper.
 
     python -m tests.support.timed_caller COMMAND_FD RESULT_FD CONFIG PAIRS
-        [--elements N] [--call-us US] [--wrong-role-at PAIR]
+        [--elements N] [--call-us US] [--wrong-role-at PAIR] [--file-bytes N]
 
 Speaks the real protocol through the real code: after `TimingStart`, PAIRS pairs of calls in
 `timing.measure`'s order, each reported with `worker._report_call` (which sends the call's
 output when the judge asks for it), then a `Timed` frame. A call is a busy wait of `--call-us`
 microseconds (standing in for the GPU's time) returning a float32 tensor of `--elements`
 elements whose first element is the pair. `--wrong-role-at PAIR` reports that pair's first call
-under the other role (a breach). Prints one JSON line at the end: `report_s`, the seconds the
+under the other role (a breach). `--file-bytes N` caps the size of a file it may make
+(`RLIMIT_FSIZE`), as a candidate's is (`worker._bound_memory_files`): a larger output then goes
+inline through the socket rather than in a memory file (`channel.write_frame`). Prints one JSON line at the end: `report_s`, the seconds the
 calls waited for the judge's go-ahead (`timing.measure`'s `pairs.report`), and `sampled`, the
 pairs whose output the judge asked for.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 
 import torch
@@ -34,18 +37,22 @@ def main() -> int:
     parser.add_argument("--elements", type=int, default=16)
     parser.add_argument("--call-us", type=float, default=0.0)
     parser.add_argument("--wrong-role-at", type=int, default=-1)
+    parser.add_argument("--file-bytes", type=int, default=0)
     args = parser.parse_args()
+    if args.file_bytes:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (args.file_bytes, args.file_bytes))
     commands = FrameReader(args.command_fd)
     fd = args.result_fd
     write_frame(fd, protocol.TimingStart(event="timing_start", config=args.config).model_dump())
     report_s, sent_s = 0.0, 0.0
     sampled = []
+    out = torch.empty(args.elements)
     for pair in range(args.pairs):
         for step, role in enumerate(timekeeper.pair_order(pair)):
             until = time.perf_counter() + args.call_us / 1e6
             while time.perf_counter() < until:
                 pass
-            out = torch.full((args.elements,), float(pair))
+            out.fill_(float(pair))
             if pair == args.wrong_role_at and step == 0:
                 role = timekeeper.pair_order(pair)[1]
             started = time.perf_counter()
