@@ -163,3 +163,23 @@ def test_a_large_comparison_on_the_host_reuses_its_memory() -> None:
     faulted_bytes = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) * 4096
     # 96 bytes an element (2^14: about 2; 2^24: about 220)
     assert faulted_bytes < 12 * ref.nbytes
+
+
+@pytest.mark.gpu
+def test_a_comparison_on_the_gpu_of_host_tensors_is_the_hosts() -> None:
+    # Host tensors cross to the GPU in their own dtype and are widened there (PyTorch widens a
+    # host tensor on the host when asked for both at once: twice the bytes for float32).
+    gen = torch.Generator().manual_seed(3)
+    ref = torch.randn(3000, generator=gen, dtype=torch.float64) * 100
+    ref[7] = 1e6  # past float16's range: may come back as infinity
+    cand = (ref + torch.randn(3000, generator=gen, dtype=torch.float64) * 0.05).to(torch.float16)
+    cand[11] = math.nan
+    tol = Tolerance(atol=0.05, rtol=0.01)
+    on_host = correctness.compare(cand, ref.to(torch.float32), tol, 1e-2, "out")
+    on_gpu = correctness.compare(cand, ref.to(torch.float32), tol, 1e-2, "out", "cuda:0")
+    assert (on_gpu.ok, on_gpu.reason) == (on_host.ok, on_host.reason)
+    assert on_gpu.max_abs_err == on_host.max_abs_err
+    assert on_gpu.rel_l2_err == pytest.approx(on_host.rel_l2_err, rel=1e-12)
+    assert correctness.unchecked_output(cand, ref.to(torch.float32), "out", "cuda:0") == (
+        correctness.unchecked_output(cand, ref.to(torch.float32), "out")
+    )

@@ -179,8 +179,8 @@ def _compare_chunk(
 ) -> None:
     import torch
 
-    cand = candidate.to(device=device, dtype=torch.float64)
-    ref = reference.to(device=device, dtype=torch.float64)
+    cand = _widened(candidate, device)
+    ref = _widened(reference, device)
     ref_finite = torch.isfinite(ref)
     cand_finite = torch.isfinite(cand)
     overflow = rounds_to_infinity(ref, dtype)
@@ -209,6 +209,18 @@ def _compare_chunk(
     if tally.first_bad is None and within.numel() and not bool(within.all()):
         bad = int((~within).nonzero()[0].item())
         tally.first_bad = (offset + bad, float(ref[bad]), float(cand[bad]))
+
+
+def _widened(tensor: torch.Tensor, device: str) -> torch.Tensor:
+    """`tensor` in float64 on `device`: moved in its own dtype, then widened there.
+
+    Not `tensor.to(device=device, dtype=torch.float64)`: PyTorch converts a host tensor's dtype
+    on the host before copying it to a GPU, so a float32 output crossed as twice its bytes (a
+    half-precision one as four times) after a parallel conversion loop on the busy host.
+    """
+    import torch
+
+    return tensor.to(device).to(torch.float64)
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> list[int]:
@@ -286,7 +298,7 @@ def unchecked_output(
     stray = ~torch.isfinite(cand)
     if not bool(stray.any()):
         return None
-    ref = reference.to(device=device, dtype=torch.float64)
+    ref = _widened(reference, device)
     overflow = rounds_to_infinity(ref, candidate.dtype)
     if tuple(cand.shape) == tuple(ref.shape):
         stray &= torch.isfinite(ref) & ~overflow
