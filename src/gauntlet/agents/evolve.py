@@ -454,12 +454,16 @@ class _Search:
                 tools=["bench", "profile"] if self.ctx.task.spec.track == "accel" else ["bench"],
             )
         )
-        with (
-            ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="evolve-ask") as ask,
-            ThreadPoolExecutor(self.judges, thread_name_prefix="evolve-judge") as judging,
-        ):
-            self._asking, self._judging = ask, judging
+        self._asking = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="evolve-ask")
+        self._judging = ThreadPoolExecutor(self.judges, thread_name_prefix="evolve-judge")
+        try:
             status, message = self._search()
+        finally:
+            # Stopped by an error (or Ctrl-C): no proposal not yet asked is asked, no candidate
+            # not yet judged is judged (a job waits only for its batch's earlier turns, so none
+            # waits for one cancelled); asked first, so nothing is sent to be judged after.
+            self._asking.shutdown(cancel_futures=True)
+            self._judging.shutdown(cancel_futures=True)
         usage = self._usage()
         self.writer.write(AgentFinished(status=status, message=message, usage=usage.model_dump()))
         return AgentResult(
