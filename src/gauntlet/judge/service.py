@@ -9,6 +9,12 @@ judgment does not wait for PyTorch's import; the reference results stay cached a
 judgments of a task (per seed and trial) as in every judgment. Each judgment is the full
 protocol of `pipeline.judge`, with the same defenses: spares are fresh processes, confined from
 their start, that run one judgment each. `mode="feedback"` judges the visible configs only.
+
+`eval` may be called from several threads at once (the runner's attempts, a search agent's
+candidates, `scripts/bench_judge.py --threads`): a judgment keeps its state to itself, what
+judgments share (the spare pool, the reference and baseline caches, the process registry) is
+locked, and on a GPU the device's lock (`devicelock.py`) lets `GAUNTLET_JUDGMENTS_PER_GPU` of
+them work side by side, each timed alone. Give it `spare_workers` for as many at once.
 """
 
 from __future__ import annotations
