@@ -223,3 +223,30 @@ def test_judging_at_once_on_a_cpu_interpreter_task(
         assert "best: candidate 0" in result.message
     expected = [("pass", [], True), ("incorrect", [0], False), ("pass", [0], True)]
     assert seen[0] == seen[1] == expected
+
+
+@pytest.mark.gpu
+def test_judged_at_once_on_a_gpu_each_candidate_is_timed_alone(
+    scale_task: Task, make_context: Callable[..., Any]
+) -> None:
+    # `test/scale` on the GPU, three candidates judged at once: the two correct ones are timed,
+    # each after waiting for the GPU alone (the device lock's exclusive mode).
+    expert = (REPO / "tests" / "agents" / "task_scale" / "expert" / "kernel.py").read_text()
+    wrong = expert.replace("x * 2.0 + 1.0", "x * 2.0")
+    answers = [
+        say(f"File: kernel.py\n```python\n{expert}```"),
+        say(f"File: kernel.py\n```python\n# again\n{expert}```"),
+        say(f"File: kernel.py\n```python\n{wrong}```"),
+    ]
+    with FakeOpenAI(answers) as server:
+        ctx, _ = make_context(scale_task, model=ModelSettings(model="m", base_url=server.base_url))
+        ctx = ctx.model_copy(update={"device": "cuda:0"})
+        settings = SearchSettings(generations=1, proposals=3, judges=3, time_cap_s=2)
+        result = EvolveAgent(settings).run(ctx)
+    assert result.status == "finished", result.message
+    seed, first, second, wrong_one = candidates(ctx)
+    assert [c.parents for c in (first, second, wrong_one)] == [[0], [0], [0]]
+    assert not wrong_one.correct and wrong_one.status == "incorrect"
+    for timed in (seed, first, second):
+        assert timed.correct and timed.speedup is not None
+        assert "device_wait_exclusive" in timed.phases_s and "timing" in timed.phases_s
