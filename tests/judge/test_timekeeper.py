@@ -64,12 +64,41 @@ def test_the_judge_answers_every_call_and_receives_only_its_secret_samples(
         assert len(outputs) == 1 and outputs[0].shape == (1000,)
         assert bool((outputs[0] == pair).all())
     # The caller sent outputs only where the judge asked, after its report.
-    assert json.loads(finished.stdout.splitlines()[-1])["sampled"] == [3, 7, 10]
+    said = json.loads(finished.stdout.splitlines()[-1])
+    assert said["sampled"] == [3, 7, 10]
+    # Small frames go inline; the steps reach the timing's phases (`pairs.sample.*`).
+    assert sorted(said["sent"]) == ["inline", "stage"]
+    assert "pairs.sample.inline" in followed.timed.summary.phases
     # Every call but the first is bracketed by the judge's clock.
     assert sorted(followed.walls["candidate"]) == list(range(12))
     assert sorted(followed.walls["baseline"]) == list(range(1, 12))
     assert all(w > 0 for role in followed.walls.values() for w in role.values())
     assert 0 < followed.judge_s and 0 < followed.samples_s
+
+
+@pytest.mark.parametrize(
+    ("file_bytes", "path"),
+    [("0", "file"), (str(1 << 20), "inline")],
+    ids=["in-a-memory-file", "past-the-file-size-limit"],
+)
+def test_a_large_sampled_output_is_timed_by_the_path_it_took(
+    tmp_path: Path, file_bytes: str, path: str
+) -> None:
+    # 2 MiB: a memory file, unless the caller may not make a file that large (a candidate's
+    # per-file share of its memory cap), where it goes inline on the socket.
+    elements = str(1 << 19)
+    handle = _caller(tmp_path, "C1", "5", "--elements", elements, "--file-bytes", file_bytes)
+    try:
+        _started(handle, "C1")
+        followed = timekeeper.follow(
+            "C1", _reader(handle), handle.send, frozenset({3}), max_pairs=2000
+        )
+        finished = handle.finish(grace_s=30)
+    finally:
+        handle.close()
+    assert finished.returncode == 0, finished.stderr
+    assert bool((followed.sampled[3][0] == 3).all())
+    assert sorted(json.loads(finished.stdout.splitlines()[-1])["sent"]) == sorted([path, "stage"])
 
 
 def test_a_call_reported_out_of_order_is_a_breach(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ microseconds (standing in for the GPU's time) returning a float32 tensor of `--e
 elements whose first element is the pair. `--wrong-role-at PAIR` reports that pair's first call
 under the other role (a breach). `--file-bytes N` caps the size of a file it may make
 (`RLIMIT_FSIZE`), as a candidate's is (`worker._bound_memory_files`): a larger output then goes
-inline through the socket rather than in a memory file (`channel.write_frame`). Prints one JSON line at the end: `report_s`, the seconds the
-calls waited for the judge's go-ahead (`timing.measure`'s `pairs.report`), and `sampled`, the
-pairs whose output the judge asked for.
+inline through the socket rather than in a memory file (`channel.write_frame`). Prints one
+JSON line at the end: `report_s`, the seconds the calls waited for the judge's go-ahead
+(`timing.measure`'s `pairs.report`), `sent`, the seconds spent sending sampled outputs by step
+(`pairs.sample.*`), and `sampled`, the pairs whose output the judge asked for.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def main() -> int:
     commands = FrameReader(args.command_fd)
     fd = args.result_fd
     write_frame(fd, protocol.TimingStart(event="timing_start", config=args.config).model_dump())
-    report_s, sent_s = 0.0, 0.0
+    report_s = 0.0
+    steps: dict[str, float] = {}
     sampled = []
     out = torch.empty(args.elements)
     for pair in range(args.pairs):
@@ -56,10 +58,11 @@ def main() -> int:
             if pair == args.wrong_role_at and step == 0:
                 role = timekeeper.pair_order(pair)[1]
             started = time.perf_counter()
-            sending = worker._report_call(fd, commands, role, pair, out, backward=False)
-            report_s += time.perf_counter() - started - sending
-            sent_s += sending
-            if sending:
+            sent = worker._report_call(fd, commands, role, pair, out, backward=False)
+            report_s += time.perf_counter() - started - sum(sent.values())
+            for step, seconds in sent.items():
+                steps[step] = steps.get(step, 0.0) + seconds
+            if sent:
                 sampled.append(pair)
     times = [args.call_us] * args.pairs
     summary = protocol.TimingSummary(
@@ -80,11 +83,11 @@ def main() -> int:
         compiled=None,
         spin_us=0.0,
         compiled_note="",
-        phases={"pairs.report": report_s, "pairs.sample": sent_s},
+        phases={"pairs.report": report_s, **{f"pairs.sample.{k}": v for k, v in steps.items()}},
     )
     timed = protocol.Timed(event="timed", config=args.config, summary=summary, clocks={})
     write_frame(fd, timed.model_dump())
-    print(json.dumps({"report_s": report_s, "sampled": sampled}), flush=True)
+    print(json.dumps({"report_s": report_s, "sent": steps, "sampled": sampled}), flush=True)
     return 0
 
 

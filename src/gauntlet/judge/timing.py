@@ -259,22 +259,23 @@ def measure(
     wrt: Sequence[str],
     plan: TimingPlan,
     l2_bytes: int,
-    after_call: Callable[[str, int, Any], float],
+    after_call: Callable[[str, int, Any], dict[str, float]],
     compiled: Callable[..., Any] | str | None = None,
 ) -> Measurement:
     """Time candidate against baseline on one config, then cross-check the measurement.
 
     `after_call(role, pair, output)` runs after every timed call, device synchronised: the
     worker reports the call to the judge there and waits for it (the judge's clock, and its
-    choice of outputs to check); it returns the seconds it spent sending a sampled output (0
-    for a call not sampled). `compiled` (for `torch2*` tracks: `torch.compile` of the
+    choice of outputs to check); it returns the seconds it spent sending a sampled output, by
+    step (none for a call not sampled). `compiled` (for `torch2*` tracks: `torch.compile` of the
     reference, compiled ahead by the caller) is timed after the pairs, under the same protocol,
     for the record only; a string is why it could not be compiled.
 
     The pairs' host time is split per step into the laps `pairs.prepare` (fresh inputs),
     `pairs.launch` (queueing the flush, the busy-wait, the events and the call), `pairs.sync`
     (waiting for the device), `pairs.report` (the judge's go-ahead) and `pairs.sample` (sampled
-    outputs sent): sums read from the host clock between the steps, no sync added.
+    outputs sent; `pairs.sample.<step>` per step that `after_call` names): sums read from the
+    host clock between the steps, no sync added.
     """
     import torch
 
@@ -309,6 +310,7 @@ def measure(
         started = time.perf_counter()
         # Host seconds per step of a timed call, summed over the calls (`measure`'s docstring).
         prepare_s = launch_s = sync_s = report_s = sample_s = 0.0
+        sample_steps: dict[str, float] = {}
         clock = time.perf_counter
         k = 0
         while k < plan.max_pairs:
@@ -332,13 +334,16 @@ def measure(
                     result.candidate_us.append(elapsed_us)
                 else:
                     result.baseline_us.append(elapsed_us)
-                sent_s = after_call(role, k, out)
+                sent = after_call(role, k, out)
                 t4 = clock()
+                sent_s = sum(sent.values())
                 prepare_s += t1 - t0
                 launch_s += t2 - t1
                 sync_s += t3 - t2
                 report_s += t4 - t3 - sent_s
                 sample_s += sent_s
+                for step, seconds in sent.items():
+                    sample_steps[step] = sample_steps.get(step, 0.0) + seconds
             k += 1
             if k >= plan.min_pairs and k % 10 == 0:
                 ratios = [
@@ -355,6 +360,7 @@ def measure(
             ("sync", sync_s),
             ("report", report_s),
             ("sample", sample_s),
+            *((f"sample.{name}", seconds) for name, seconds in sample_steps.items()),
         ):
             result.laps.add(f"pairs.{step}", seconds)
         _cross_check(result, fns, inputs, plan, wrt_idx, flush)

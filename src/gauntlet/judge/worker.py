@@ -39,7 +39,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from gauntlet.judge import priority, protocol, timing
-from gauntlet.judge.channel import ChannelClosed, FrameReader, write_frame
+from gauntlet.judge.channel import (
+    SHARED_MIN_BYTES,
+    ChannelClosed,
+    FrameReader,
+    _to_host,
+    write_frame,
+)
 from gauntlet.judge.correctness import elements_per_chunk
 from gauntlet.judge.overflow import rounds_to_infinity
 
@@ -1230,7 +1236,7 @@ def _time_configs(
     make = _entry(Path(request.task_root), request.inputs, "_gauntlet_timing_inputs")
     backward = bool(request.wrt)
 
-    def after_call(role: str, position: int, out: Any) -> float:
+    def after_call(role: str, position: int, out: Any) -> dict[str, float]:
         return _report_call(fd, commands, role, position, out, backward)
 
     for name in names:
@@ -1267,25 +1273,35 @@ def _time_configs(
 
 def _report_call(
     fd: int, commands: FrameReader, role: str, position: int, out: Any, backward: bool
-) -> float:
+) -> dict[str, float]:
     """Report a timed call to the judge, wait for its go-ahead, send the output if it asks.
 
     The judge's clock brackets the call (from its previous go-ahead to this report); only then
     does it say whether the call is one of its secret samples. Returns the seconds spent
-    sending the output (0 for a call not sampled), which the judge's clock leaves out too.
+    sending the output, which the judge's clock leaves out too, by step (none for a call not
+    sampled): `stage` (to the host, through pinned memory for a GPU output), then `file` or
+    `inline` (the frame in a memory file, or on the socket: a frame under 1 MiB, or past the
+    largest file this process may make, `_bound_memory_files`).
     """
     _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
     command = protocol.parse_command(commands.read(None)[0])
     if not command.keep:
-        return 0.0
-    sending = time.perf_counter()
-    outputs = timing.forward_outputs(out, backward)
+        return {}
+    started = time.perf_counter()
+    outputs = [_to_host(o) for o in timing.forward_outputs(out, backward)]
+    staged = time.perf_counter()
     _send(
         fd,
         protocol.SampledOutput(event="sampled_output", position=position, count=len(outputs)),
         outputs,
     )
-    return time.perf_counter() - sending
+    size = sum(o.numel() * o.element_size() for o in outputs)
+    largest = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    in_file = size >= SHARED_MIN_BYTES and (largest == resource.RLIM_INFINITY or size <= largest)
+    return {
+        "stage": staged - started,
+        "file" if in_file else "inline": time.perf_counter() - staged,
+    }
 
 
 def _compile_references(
