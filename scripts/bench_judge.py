@@ -18,7 +18,8 @@ submission folder the same way (e.g. an imported KernelBench task with a KernelB
 candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
 warm full protocol. On a GPU the timing's columns say where a timed call's host time goes
 (`timing.pairs.*`: fresh inputs, queueing the call, waiting for the device, waiting for the
-judge's go-ahead, sending sampled outputs; `timing.judge*`: the judge's own share), with the
+judge's go-ahead, sending sampled outputs: staging them to the host, then in a memory file or
+inline on the socket; `timing.judge*`: the judge's own share), with the
 timed calls and milliseconds of `timing.pairs` per call, with and without the sampled outputs.
 With `--threads N`, each case is then judged by N threads at once through
 the same `Judge` (`--repeats` judgments each, full protocol then feedback; `--spares N` keeps
@@ -80,6 +81,9 @@ TIMING_PARTS = (
     "timing.pairs.sync",
     "timing.pairs.report",
     "timing.pairs.sample",
+    "timing.pairs.sample.stage",
+    "timing.pairs.sample.file",
+    "timing.pairs.sample.inline",
     "timing.judge",
     "timing.judge_samples",
 )
