@@ -258,3 +258,38 @@ def test_memory_files_arrive_close_on_exec() -> None:
     reader.close()
     for fd in (memory, read_fd, write_fd):
         os.close(fd)
+
+
+_SIZED_WRITER = """
+import sys
+import numpy as np
+from gauntlet.judge.channel import write_frame
+for i, elements in enumerate((3 << 16, 1 << 19)):  # 1.5 MiB and 4 MiB of float64
+    write_frame(int(sys.argv[1]), {"frame": i}, [np.full(elements, float(i))])
+"""
+
+
+def test_a_frame_past_the_writers_file_size_limit_follows_inline() -> None:
+    # A candidate may make files of a share of its memory cap only (`worker._bound_memory_files`);
+    # a larger frame of its comes through the socket itself.
+    import resource
+
+    read_fd, write_fd = _socket_pair()
+    writer = process.Child(
+        [sys.executable, "-c", _SIZED_WRITER, str(write_fd)],
+        pass_fds=(write_fd,),
+        rlimits={resource.RLIMIT_FSIZE: 2 << 20},
+    )
+    os.close(write_fd)
+    reader = FrameReader(read_fd)
+    mapped = _frame_files()[1]
+    _, small = reader.read(time.monotonic() + 60)
+    assert _frame_files()[1] == mapped + 1  # in a memory file
+    _, large = reader.read(time.monotonic() + 60)
+    assert _frame_files()[1] == mapped + 1  # inline
+    finished = writer.wait(timeout_s=60)
+    assert finished.returncode == 0, finished.stderr
+    assert float(small[0].sum()) == 0.0 and small[0].size == 3 << 16
+    assert float(large[0].sum()) == 1 << 19
+    reader.close()
+    os.close(read_fd)
