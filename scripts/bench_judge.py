@@ -86,6 +86,7 @@ TIMING_PARTS = (
     "timing.pairs.sample.inline",
     "timing.judge",
     "timing.judge_samples",
+    "timing.judge_check",
 )
 COLUMNS = PHASES + PARTS + TIMING_PARTS
 

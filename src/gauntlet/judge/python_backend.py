@@ -1171,14 +1171,19 @@ class _CandidateSession:
         except timekeeper.Breach as breach:
             raise _Breach(str(breach)) from None
         timed = followed.timed
+        checking = time.monotonic()
         self.results[name], problem = self.ev._timed(
             state, self.results[name], timed, followed.sampled, followed.walls
         )
         phases = self.result.phases_s
-        # The judge's own share of the timed calls (`timekeeper.Followed`): measured here.
+        # The judge's own share of the timing, measured here: the timed calls' exchanges
+        # (`timekeeper.Followed`) and its checks of a config's timing (the sampled outputs
+        # against their references, on the GPU, and the clock), while the worker starts the
+        # next config and its first timed call waits for the judge.
         for key, seconds in (
             ("timing.judge", followed.judge_s),
             ("timing.judge_samples", followed.samples_s),
+            ("timing.judge_check", time.monotonic() - checking),
         ):
             phases[key] = phases.get(key, 0.0) + seconds
         # The worker's split of its timing (warm-up, pairs and the steps of its calls,
