@@ -98,11 +98,11 @@ def test_judging_at_once_records_what_one_at_a_time_does(
     assert [(s.parallel, s.judges) for s in started] == [(1, 3)]
 
 
-def test_a_batch_is_planned_from_one_population_and_asked_in_order(
+def test_the_first_window_is_planned_from_one_population_and_asked_in_order(
     accel_context: MakeContext,
 ) -> None:
-    # judges=3 with one asking thread: a batch of three, planned before any is judged, asked
-    # one after another (the script's order is the proposals' order).
+    # judges=3 with one asking thread: three proposals under way, planned before any is judged,
+    # asked one after another (the script's order is the proposals' order).
     with FakeOpenAI(script()[:3]) as server:
         ctx = accel_context(server.base_url)
         settings = SearchSettings(generations=1, population=3, proposals=3, judges=3)
@@ -110,8 +110,28 @@ def test_a_batch_is_planned_from_one_population_and_asked_in_order(
     assert result.status == "finished" and not server.failures
     made = candidates(ctx)
     assert [c.status for c in made] == ["pass", "build_error", "build_error", "pass"]
-    # Planned together: no prompt of the batch shows another's failure.
+    # Planned together: no prompt shows another's failure.
     assert not any("frobnicate" in str(r["messages"]) for r in server.requests)
+
+
+def test_a_proposal_is_planned_once_the_one_a_window_before_it_is_recorded(
+    accel_context: MakeContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two under way: proposals 0 and 1 planned at once (parents: the seed); proposal 2 once
+    # candidate 1 (proposal 0, the expert) is recorded, so its parent is the expert, even
+    # though candidate 2's judgment ended first.
+    gate = ReverseFinish([1, 2])
+    gate.install(monkeypatch)
+    answers = [kernel(EXPERT), kernel("; a\n" + BASELINE), kernel("; b\n" + EXPERT)]
+    with FakeOpenAI(answers) as server:
+        ctx = accel_context(server.base_url)
+        settings = SearchSettings(generations=1, proposals=3, crossover=0, judges=2)
+        result = EvolveAgent(settings).run(ctx)
+    assert result.status == "finished" and not server.failures
+    assert gate.returned[:3] == [0, 2, 1]
+    made = candidates(ctx)
+    assert [c.parents for c in made[1:]] == [[0], [0], [1]]
+    assert "Parent 1 (candidate 1" in str(server.requests[2]["messages"])
 
 
 def test_the_judge_call_budget_holds_with_judgments_in_flight(
@@ -122,20 +142,22 @@ def test_the_judge_call_budget_holds_with_judgments_in_flight(
         ctx = accel_context(server.base_url)
         settings = SearchSettings(generations=2, proposals=4, judges=4, judge_calls=3)
         result = EvolveAgent(settings).run(ctx)
-    # The seed, then a batch cut to the two calls left: two proposals asked, not four.
+    # The seed, then no more proposals under way than the two calls left: two asked, not four.
     assert result.status == "finished" and "judge-call budget of 3 spent" in result.message
     assert judgments.count == 3 and result.usage.tool_calls == 3
     assert len(server.requests) == 2
 
 
-def test_the_token_budget_stops_asking_within_a_batch(accel_context: MakeContext) -> None:
+def test_the_token_budget_stops_asking_the_proposals_under_way(
+    accel_context: MakeContext,
+) -> None:
     answers = [kernel("; a\n" + BASELINE, prompt_tokens=400, completion_tokens=200)]
     with FakeOpenAI([*answers, kernel(EXPERT)]) as server:
         ctx = accel_context(server.base_url, Budget(wall_s=300, tokens=500))
         result = EvolveAgent(SearchSettings(generations=2, proposals=3, judges=3)).run(ctx)
     assert result.status == "budget_exhausted" and "token budget of 500" in result.message
-    # The first answer spent the budget: the batch's other two were never asked, and the
-    # answered one was still judged.
+    # The first answer spent the budget: the two other proposals under way were never asked,
+    # and the answered one was still judged.
     assert len(server.requests) == 1
     assert [c.outcome for c in candidates(ctx)] == ["judged", "judged"]
 
@@ -160,7 +182,7 @@ class Judgments:
         monkeypatch.setattr(Judge, "eval", counted)
 
 
-def test_a_search_killed_mid_batch_resumes_without_judging_twice(
+def test_a_search_killed_with_judgments_in_flight_resumes_without_judging_twice(
     accel_context: MakeContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = SearchSettings(generations=2, population=2, proposals=3, crossover=0, judges=3)

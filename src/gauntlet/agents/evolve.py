@@ -14,13 +14,15 @@ correct is a hard gate; then the highest speedup; on an untimed device, such as 
 earliest correct one). The best candidate is written into the workspace as soon as it is
 found, so the runner judges it by the full protocol whenever the agent stops.
 
-Proposals come in batches of max(`parallel`, `judges`), planned from the same population: the
-model is asked `parallel` at once, and `judges` candidates are judged at once through the one
-warm judge (on a GPU they share it: their compiles, references and correctness trials side by
-side, each timed alone under the GPU's lock). Each proposal takes its batch's turn in proposal
-order (its transcript lines, its candidate id, the duplicate check, the verifiers), and
-candidates are recorded in that order, each as soon as it and those before it are judged: so
-ids, lineage, selection and the log do not depend on which judgment ends first.
+Up to max(`parallel`, `judges`) proposals of a generation are under way at once (the window):
+the model is asked `parallel` at once, and `judges` candidates are judged at once through the
+one warm judge (on a GPU they share it: their compiles, references and correctness trials side
+by side, each timed alone under the GPU's lock). Proposal k is planned once the candidate of
+proposal k - window is recorded, from the population as the candidates before it left it. Each
+proposal takes its generation's turn in proposal order (its transcript lines, its candidate id,
+the duplicate check, the verifiers), and candidates are recorded in that order, each as soon as
+it and those before it are judged: so ids, lineage, selection and the log do not depend on
+which judgment ends first.
 
 Every candidate's lineage, verifier results, verdict and cost is appended to the attempt's
 `search/search.jsonl` (`agents.evolve_log`) with its files; a run resumed after a kill goes on
@@ -37,6 +39,7 @@ import random
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -145,9 +148,9 @@ class SearchSettings(BaseModel):
     parallel: int = Field(default=1, ge=1)
     """Proposals asked of the model at once."""
     judges: int | None = Field(default=None, ge=1)
-    """Candidates judged at once (None: `base.search_judgments` of the device). A batch of
-    max(parallel, judges) proposals is planned from the same population; the next is planned
-    once the batch is recorded. 1 and 1: each proposal sees every candidate before it."""
+    """Candidates judged at once (None: `base.search_judgments` of the device). Up to
+    max(parallel, judges) proposals are under way at once, each planned once the candidate that
+    many before it is recorded. 1 and 1: each proposal sees every candidate before it."""
     judge_calls: int = Field(default=0, ge=0)
     """0: unlimited."""
     tokens: int = Field(default=0, ge=0)
@@ -265,7 +268,7 @@ class _Judged:
 
 @dataclass
 class _Proposal:
-    """A candidate made (in its batch's turn), waiting to be recorded in candidate order."""
+    """A candidate made (in its turn), waiting to be recorded in candidate order."""
 
     candidate_id: int
     generation: int
@@ -351,19 +354,19 @@ class _Bench:
             self._free.append(folder)
 
 
-class _Batch:
-    """Proposals planned from one population: each takes its turn in proposal order.
+class _Turns:
+    """A generation's proposals (or the seed) after the model answered: one at a time, in order.
 
     In its turn a proposal is written to the transcript, parsed, compared with the candidates
     before it, verified, given the next candidate id and sent to be judged; so ids, duplicates,
     the transcript and the verifiers' calls do not depend on which answer or judgment came first.
     """
 
-    def __init__(self, first_id: int, known: dict[str, int]) -> None:
+    def __init__(self, first_index: int, first_id: int, known: dict[str, int]) -> None:
         self.next_id = first_id
         self.known = known
-        """Digest -> id of each candidate judged or to be judged, this batch's included."""
-        self._turn = 0
+        """Digest -> id of each candidate judged or to be judged, this generation's included."""
+        self._turn = first_index
         self._changed = threading.Condition()
 
     @contextmanager
@@ -424,8 +427,8 @@ class _Search:
         self.deadline = self.started + wall
         self.tokens_budget = _tighter(self.settings.tokens, ctx.budget.tokens)
         self.cost_budget = _tighter(self.settings.cost_usd, ctx.budget.cost_usd)
-        self.batch = max(self.settings.parallel, judges)
-        """Proposals planned from one population (asked `parallel` and judged `judges` at once)."""
+        self.window = max(self.settings.parallel, judges)
+        """Proposals under way at most (asked `parallel` and judged `judges` at once)."""
 
     # The session.
 
@@ -460,7 +463,7 @@ class _Search:
             status, message = self._search()
         finally:
             # Stopped by an error (or Ctrl-C): no proposal not yet asked is asked, no candidate
-            # not yet judged is judged (a job waits only for its batch's earlier turns, so none
+            # not yet judged is judged (a job waits only for earlier proposals' turns, so none
             # waits for one cancelled); asked first, so nothing is sent to be judged after.
             self._asking.shutdown(cancel_futures=True)
             self._judging.shutdown(cancel_futures=True)
@@ -492,41 +495,44 @@ class _Search:
         if not any(c.generation == 0 for c in self.candidates):
             seed = self._starting_files()
             if seed is not None:
-                batch = _Batch(len(self.candidates), dict(self.by_digest))
-                self._take(self._screen(0, "seed", [], seed, batch))
+                turns = _Turns(0, len(self.candidates), dict(self.by_digest))
+                self._take(self._screen(0, "seed", [], seed, turns))
         if 0 not in self.ended:
             self._end_generation(0)
         for generation in range(1, self.settings.generations + 1):
-            index = sum(c.generation == generation for c in self.candidates)
-            while index < self.settings.proposals:
-                stop = self._budget_stop() or self._errors_stop()
-                if stop is not None:
-                    return stop
-                size = min(self.batch, self.settings.proposals - index)
-                if self.settings.judge_calls:
-                    # No proposal the judge-call budget could not judge (none is in flight now).
-                    size = min(size, self.settings.judge_calls - self._usage().tool_calls)
-                self._run_batch(generation, index, size)
-                # (A budget may have left some unasked: the check above then stops the search.)
-                index = sum(c.generation == generation for c in self.candidates)
+            stop = self._generation(generation)
+            if stop is not None:
+                return stop
             if generation not in self.ended:
                 self._end_generation(generation)
         return "finished", self._summary()
 
-    def _run_batch(self, generation: int, index: int, size: int) -> None:
-        """Plan `size` proposals from the population as it is, ask, judge and record them.
+    def _generation(self, generation: int) -> tuple[AgentStatus, str] | None:
+        """Make the generation's proposals (those a killed session left); why it stopped, if so.
 
-        They are asked `parallel` and judged `judges` at once; each is recorded (in proposal
-        order) as soon as it and those before it are.
+        Up to `window` proposals are under way at once: planned (here), asked (`parallel` at
+        once), judged (`judges` at once); the oldest is recorded as soon as it is judged, and
+        then the next is planned. None is planned once a budget is spent, nor beyond the judge
+        calls left, counting every proposal under way as one.
         """
-        plans = [self._plan(generation, i) for i in range(index, index + size)]
-        batch = _Batch(len(self.candidates), dict(self.by_digest))
-        made = [
-            self._asking.submit(self._propose, plan, number, batch)
-            for number, plan in enumerate(plans)
-        ]
-        for future in made:
-            proposal = future.result()
+        index = sum(c.generation == generation for c in self.candidates)
+        turns = _Turns(index, len(self.candidates), dict(self.by_digest))
+        under_way: deque[Future[_Proposal | None]] = deque()
+        stop: tuple[AgentStatus, str] | None = None
+        while True:
+            while index < self.settings.proposals and len(under_way) < self.window:
+                stop = self._budget_stop() or self._errors_stop()
+                calls = self.settings.judge_calls
+                if stop is not None or (
+                    calls and self._usage().tool_calls + len(under_way) >= calls
+                ):
+                    break
+                plan = self._plan(generation, index)
+                under_way.append(self._asking.submit(self._propose, plan, index, turns))
+                index += 1
+            if not under_way:
+                return stop
+            proposal = under_way.popleft().result()
             if proposal is not None:
                 self._take(proposal)
 
@@ -549,19 +555,19 @@ class _Search:
         kept = self.files[parents[0]] if parents else {}
         return _Plan(generation, operation, parents, messages, kept)
 
-    def _propose(self, plan: _Plan, index: int, batch: _Batch) -> _Proposal | None:
-        """Ask the model (on an asking thread), then take the batch's turn: None if not asked."""
+    def _propose(self, plan: _Plan, index: int, turns: _Turns) -> _Proposal | None:
+        """Ask the model (on an asking thread), then take its turn: None if not asked."""
         try:
             # A budget spent, or the model failing, asks no more (counting what earlier
-            # proposals of the batch spent: with one asking thread they have all taken their turn).
+            # proposals spent: with one asking thread they have all taken their turn).
             stopped = self._budget_stop() or self._errors_stop()
             answer = None if stopped is not None else self._ask(plan)
         except BaseException:
-            with batch.turn(index):  # the proposals after it still take theirs
+            with turns.turn(index):  # the proposals after it still take theirs
                 pass
             raise
-        with batch.turn(index):
-            return None if answer is None else self._answered(plan, *answer, batch)
+        with turns.turn(index):
+            return None if answer is None else self._answered(plan, *answer, turns)
 
     def _ask(self, plan: _Plan) -> tuple[Completion | ModelAPIError, float]:
         started = self.owner._clock()
@@ -578,7 +584,7 @@ class _Search:
         plan: _Plan,
         answer: Completion | ModelAPIError,
         duration_s: float,
-        batch: _Batch,
+        turns: _Turns,
     ) -> _Proposal:
         """The proposal the model's answer makes (in its turn)."""
         generation, operation, parents = plan.generation, plan.operation, plan.parents
@@ -591,7 +597,7 @@ class _Search:
                 ApiErrored(turn=self.model_calls + 1, attempt=0, error=str(answer), retry_in_s=None)
             )
             return _Proposal(
-                batch.new_id(), generation, operation, parents, "model_error", {}, str(answer)
+                turns.new_id(), generation, operation, parents, "model_error", {}, str(answer)
             )
         completion = answer
         self.model_errors = 0
@@ -625,10 +631,10 @@ class _Search:
                 else ", ".join(sorted(set(self.names) - set(parsed)))
             )
             return _Proposal(
-                batch.new_id(), generation, operation, parents, "unparsed", {}, missing, spent
+                turns.new_id(), generation, operation, parents, "unparsed", {}, missing, spent
             )
         files = {name: parsed[name] for name in self.names}
-        return self._screen(generation, operation, parents, files, batch, spent)
+        return self._screen(generation, operation, parents, files, turns, spent)
 
     def _screen(
         self,
@@ -636,14 +642,14 @@ class _Search:
         operation: Operation,
         parents: list[int],
         files: dict[str, str],
-        batch: _Batch,
+        turns: _Turns,
         spent: tuple[int, int, float] = (0, 0, 0.0),
     ) -> _Proposal:
         """A candidate's files: a duplicate, rejected by a verifier, or sent to be judged."""
-        candidate_id = batch.new_id()
+        candidate_id = turns.new_id()
         made = _Proposal(candidate_id, generation, operation, parents, "judged", files, "", spent)
         made.digest = _digest(files)
-        twin = batch.known.get(made.digest)
+        twin = turns.known.get(made.digest)
         if twin is not None:
             made.outcome, made.twin = "duplicate", twin
             return made
@@ -671,7 +677,7 @@ class _Search:
                 made.outcome = "rejected"
                 made.feedback = f"rejected by the {rejection.name} verifier: {rejection.reason}"
                 return made
-        batch.known[made.digest] = candidate_id
+        turns.known[made.digest] = candidate_id
         made.judgment = self._judging.submit(
             self.bench.judge_files, candidate_id, files, self.owner.name
         )
@@ -868,8 +874,8 @@ class _Search:
         """Why no more may be asked or judged, if a budget is spent.
 
         Tokens and dollars count every model call that has answered, its candidate recorded or
-        not; judge calls count recorded candidates (a batch is cut to the calls left before it
-        starts, so none in flight can pass the budget).
+        not; judge calls count recorded candidates (no proposal is planned beyond the calls left
+        counting those under way, so none in flight can pass the budget).
         """
         if self.owner._clock() >= self.deadline:
             return "timeout", f"wall-clock budget exhausted; {self._summary()}"
