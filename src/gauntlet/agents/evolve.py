@@ -295,7 +295,9 @@ class _Bench:
     never the run's secret seed).
     """
 
-    def __init__(self, ctx: AgentContext, root: Path, judge: Judge, *, fixed_seed: int | None):
+    def __init__(
+        self, ctx: AgentContext, root: Path, judge: Judge, *, fixed_seed: int | None
+    ) -> None:
         self.ctx = ctx
         self.root = root
         self.judge = judge
