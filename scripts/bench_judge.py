@@ -20,7 +20,8 @@ warm full protocol. On a GPU the timing's columns say where a timed call's host 
 (`timing.pairs.*`: fresh inputs, queueing the call, waiting for the device, waiting for the
 judge's go-ahead, sending sampled outputs: staging them to the host, then in a memory file or
 inline on the socket; `timing.judge*`: the judge's own share), with the
-timed calls and milliseconds of `timing.pairs` per call, with and without the sampled outputs.
+timed calls and milliseconds of `timing.pairs` per call, and of them the device's and the
+sampled outputs'.
 With `--threads N`, each case is then judged by N threads at once through
 the same `Judge` (`--repeats` judgments each, full protocol then feedback; `--spares N` keeps
 a spare for each), and the footer gives candidates per hour at that parallelism: judgments
@@ -100,6 +101,14 @@ def _timed_calls(verdict: Verdict) -> int:
     return sum(2 * c.timing.count for c in verdict.configs if c.timing is not None)
 
 
+def _per_call_ms(verdicts: list[Verdict], phase: str) -> str:
+    """The median over the verdicts of a phase's milliseconds per timed call ("-": none)."""
+    values = [
+        1e3 * v.phases_s.get(phase, 0.0) / _timed_calls(v) for v in verdicts if _timed_calls(v)
+    ]
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
 def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     phases = {
         name: statistics.median(v.phases_s.get(name, 0.0) for v in verdicts) for name in COLUMNS
@@ -109,20 +118,12 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     speedup = _median([v.speedup for v in verdicts if v.speedup is not None])
     shown = f"{speedup:.3f}" if speedup is not None else "-"
     calls = statistics.median(_timed_calls(v) for v in verdicts)
-    # Host milliseconds per timed call, all of `timing.pairs` and without the sampled outputs.
-    per_call = [
-        1e3 * v.phases_s.get("timing.pairs", 0.0) / _timed_calls(v)
-        for v in verdicts
-        if _timed_calls(v)
-    ]
-    unsampled = [
-        1e3
-        * (v.phases_s.get("timing.pairs", 0.0) - v.phases_s.get("timing.pairs.sample", 0.0))
-        / _timed_calls(v)
-        for v in verdicts
-        if _timed_calls(v)
-    ]
-    ms = " | ".join(f"{statistics.median(x):.2f}" if x else "-" for x in (per_call, unsampled))
+    # Milliseconds of `timing.pairs` per timed call, and of them the device's (the wait for it)
+    # and the sampled outputs': the rest is the host's own per call.
+    ms = " | ".join(
+        _per_call_ms(verdicts, phase)
+        for phase in ("timing.pairs", "timing.pairs.sync", "timing.pairs.sample")
+    )
     return (
         f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {calls:.0f} "
         f"| {ms} | {shown} | {statuses} |"
@@ -367,9 +368,9 @@ def main() -> int:
         table.add(
             "",
             "| judgment | n | wall | " + " | ".join(COLUMNS) + " | timed calls | ms/call "
-            "| ms/call unsampled | speedup | verdicts |",
+            "| ms/call device | ms/call sampled | speedup | verdicts |",
             "| --- | ---: | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: | ---: "
-            "| ---: | ---: | --- |",
+            "| ---: | ---: | ---: | --- |",
         )
     options = {
         "device": args.device,
