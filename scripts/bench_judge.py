@@ -54,22 +54,9 @@ from gauntlet.errors import GauntletError
 from gauntlet.judge import judge
 from gauntlet.judge.service import Judge
 from gauntlet.judge.timing import DEFAULT_TIME_CAP_S
-from gauntlet.judge.verdict import Mode, Verdict
+from gauntlet.judge.verdict import PHASES, Mode, Verdict
 from gauntlet.task import Task, load_task
 
-PHASES = (
-    "build",
-    "spawn",
-    "imports",
-    "device_wait",
-    "reference",
-    "startup",
-    "correctness",
-    "device_wait_exclusive",
-    "timing",
-    "exit",
-    "teardown",
-)
 #: Parts of `correctness`: the configs' first calls (compiling, loading kernels) and the
 #: judge's own comparisons.
 PARTS = ("first_trial", "compare")

@@ -8,22 +8,8 @@ from typing import Any
 
 import pytest
 
-#: The verdicts' phases (`phases_s`) that the GPU tier's summary adds up per test: where a GPU
-#: judgment's time goes. `device_wait` is the wait for the GPU's lock in shared mode and
-#: `device_wait_exclusive` the wait for the GPU alone before timing (`devicelock.py`);
-#: `reference`, `startup`, `correctness` and `timing` are spent holding it.
-SUMMED_PHASES = (
-    "build",
-    "spawn",
-    "imports",
-    "device_wait",
-    "reference",
-    "startup",
-    "correctness",
-    "device_wait_exclusive",
-    "timing",
-    "teardown",
-)
+from gauntlet.judge.verdict import PHASES
+
 #: Tests the summary lists, slowest first.
 SUMMARY_TESTS = 40
 #: GPU test files whose tests take a minute or more each (KernelBench tasks, a search, the
@@ -88,13 +74,13 @@ def _judge_phases(
         return
     from gauntlet.judge import pipeline
 
-    totals = dict.fromkeys(("judgments", *SUMMED_PHASES), 0.0)
+    totals = dict.fromkeys(("judgments", *PHASES), 0.0)
     check = pipeline._check
 
     def summed(*args: Any, **kwargs: Any) -> Any:
         verdict = check(*args, **kwargs)
         totals["judgments"] += 1
-        for name in SUMMED_PHASES:
+        for name in PHASES:
             totals[name] += verdict.phases_s.get(name, 0.0)
         return verdict
 
@@ -117,7 +103,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     write = terminalreporter.write_line
     terminalreporter.section("judge phases of the GPU tests (s)")
-    columns = ("wall", "judgments", *SUMMED_PHASES)
+    columns = ("wall", "judgments", *PHASES)
     rows = {node: {"wall": _WALLS.get(node, 0.0), **phases} for node, phases in _PHASES.items()}
     totals = {c: sum(r.get(c, 0.0) for r in rows.values()) for c in columns}
     widths = [max(len(c), 6) for c in columns]

@@ -89,6 +89,25 @@ class ConfigResult(_Record):
     timing: Timing | None = None
 
 
+#: A verdict's top-level phases (`Verdict.phases_s`), in the order a GPU judgment passes them:
+#: `device_wait` is the wait for the GPU's lock in shared mode and `device_wait_exclusive` for
+#: the GPU alone before timing (`devicelock.py`); `reference`, `startup`, `correctness` and
+#: `timing` are spent holding it; `exit` is the candidate's end, `teardown` the judge's.
+PHASES = (
+    "build",
+    "spawn",
+    "imports",
+    "device_wait",
+    "reference",
+    "startup",
+    "correctness",
+    "device_wait_exclusive",
+    "timing",
+    "exit",
+    "teardown",
+)
+
+
 class Verdict(_Record):
     """The judge's verdict on one submission."""
 
@@ -116,7 +135,7 @@ class Verdict(_Record):
     stderr: str = ""
     duration_s: float = 0.0
     phases_s: dict[str, float] = Field(default_factory=dict)
-    """Seconds per phase of the evaluation: startup (import), correctness, timing."""
+    """Seconds per phase of the evaluation (`PHASES`, and their parts as `phase.part`)."""
     submission_digest: str = ""
     """sha256 over the submission files judged."""
     environment: dict[str, str] = Field(default_factory=dict)
