@@ -71,6 +71,7 @@ TIMING_PARTS = (
     "timing.pairs.sample",
     "timing.pairs.sample.stage",
     "timing.pairs.sample.file",
+    "timing.pairs.sample.parts",
     "timing.pairs.sample.inline",
     "timing.judge",
     "timing.judge_samples",

@@ -167,6 +167,80 @@ def test_a_memory_file_of_another_size_is_refused() -> None:
         os.close(fd)
 
 
+def _sealed(size: int, seals: int = channel.REQUIRED_SEALS) -> int:
+    memory = os.memfd_create("gauntlet-frame", os.MFD_ALLOW_SEALING)
+    os.ftruncate(memory, size)
+    fcntl.fcntl(memory, fcntl.F_ADD_SEALS, seals)
+    return memory
+
+
+PAGE = channel.mmap.PAGESIZE
+
+
+@pytest.mark.parametrize(
+    ("part_bytes", "parts", "match"),
+    # parts: (the size its message says, the size of its file; -1: none), in order.
+    [
+        (PAGE + 1, [], "not whole pages"),
+        (0, [], "not whole pages"),
+        (-PAGE, [], "not whole pages"),
+        (True, [], "not whole pages"),
+        ("4096", [], "not whole pages"),
+        (PAGE, [], "parts is over the limit"),  # 4 pages past MAX_PARTS
+        (2 * PAGE, [(2 * PAGE, 2 * PAGE), (PAGE, 2 * PAGE)], "says 4096 B, not 8192"),
+        (2 * PAGE, [(2 * PAGE, 2 * PAGE), (2 * PAGE, PAGE)], "file 1 holds 4096 B, not 8192"),
+        (2 * PAGE, [(2 * PAGE, 2 * PAGE), (2 * PAGE, -1)], "part 1 of a shared frame came without"),
+        (2 * PAGE, [(2 * PAGE, 2 * PAGE), (2 * PAGE, 2 * PAGE), (PAGE, PAGE)], None),
+    ],
+)
+def test_parts_that_do_not_add_up_are_refused(
+    part_bytes: object, parts: list[tuple[int, int]], match: str | None
+) -> None:
+    # A candidate's frames are untrusted: a part count, a part size or a part's file that does
+    # not match the header ends the frame with a ProtocolError, and unmaps what was mapped.
+    read_fd, write_fd = _socket_pair()
+    total = 5 * PAGE if parts or match is None else (channel.MAX_PARTS + 4) * PAGE
+    meta = {"dtype": "uint8", "shape": [total], "nbytes": total}
+    head = json.dumps({"tensors": [meta], "shared": True, "part_bytes": part_bytes}).encode()
+    files = [_sealed(held) if held >= 0 else -1 for _, held in parts] or [_sealed(total)]
+    with socket.socket(fileno=os.dup(write_fd)) as sock:
+        socket.send_fds(sock, [len(head).to_bytes(8, "little") + head], files[:1])
+        for (said, _), memory in zip(parts[1:], files[1:], strict=True):
+            socket.send_fds(sock, [said.to_bytes(8, "little")], [memory] if memory >= 0 else [])
+    reader = FrameReader(read_fd)
+    mapped = _frame_files()[1]
+    if match is None:
+        _, tensors = reader.read(time.monotonic() + 5)
+        assert tensors[0].shape == (total,) and int(tensors[0].sum()) == 0
+        assert _frame_files()[1] == mapped + 3
+    else:
+        with pytest.raises(ProtocolError, match=match):
+            reader.read(time.monotonic() + 5)
+        assert _frame_files()[1] == mapped
+    reader.close()
+    for fd in (*files, read_fd, write_fd):
+        if fd >= 0:
+            os.close(fd)
+
+
+def test_unsealed_parts_are_refused() -> None:
+    read_fd, write_fd = _socket_pair()
+    meta = {"dtype": "uint8", "shape": [2 * PAGE], "nbytes": 2 * PAGE}
+    head = json.dumps({"tensors": [meta], "shared": True, "part_bytes": PAGE}).encode()
+    first, second = _sealed(PAGE), _sealed(PAGE, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    with socket.socket(fileno=os.dup(write_fd)) as sock:
+        socket.send_fds(sock, [len(head).to_bytes(8, "little") + head], [first])
+        socket.send_fds(sock, [PAGE.to_bytes(8, "little")], [second])
+    reader = FrameReader(read_fd)
+    mapped = _frame_files()[1]
+    with pytest.raises(ProtocolError, match="not sealed"):
+        reader.read(time.monotonic() + 5)
+    assert _frame_files()[1] == mapped and reader.passed == []
+    reader.close()
+    for fd in (first, second, read_fd, write_fd):
+        os.close(fd)
+
+
 def test_a_channel_on_a_descriptor_past_1024_is_read() -> None:
     # A judge running many judgments in threads of one process reached descriptors numbered
     # past 1024, where `select` fails (FD_SETSIZE) and every later judgment failed with it.
@@ -264,32 +338,132 @@ _SIZED_WRITER = """
 import sys
 import numpy as np
 from gauntlet.judge.channel import write_frame
+paths = []
 for i, elements in enumerate((3 << 16, 1 << 19)):  # 1.5 MiB and 4 MiB of float64
-    write_frame(int(sys.argv[1]), {"frame": i}, [np.full(elements, float(i))])
+    paths.append(write_frame(int(sys.argv[1]), {"frame": i}, [np.full(elements, float(i))]))
+# 9.2 MB in two tensors of odd sizes, each across parts.
+tensors = [np.arange(700_001, dtype=np.float64), np.arange(-900_003, 0, dtype=np.float32)]
+paths.append(write_frame(int(sys.argv[1]), {"frame": 2}, tensors))
+print(" ".join(paths))
 """
 
 
-def test_a_frame_past_the_writers_file_size_limit_follows_inline() -> None:
+def test_a_frame_past_the_writers_file_size_limit_comes_in_parts() -> None:
     # A candidate may make files of a share of its memory cap only (`worker._bound_memory_files`);
-    # a larger frame of its comes through the socket itself.
+    # a larger frame of its comes in several memory files, each within that share, mapped back
+    # to back by the reader (inline on the socket, it moved at half the speed).
     import resource
 
     read_fd, write_fd = _socket_pair()
+    limit = (3 << 19) + 100  # 1.5 MiB and a bit: parts of whole pages, 1.5 MiB
     writer = process.Child(
         [sys.executable, "-c", _SIZED_WRITER, str(write_fd)],
         pass_fds=(write_fd,),
-        rlimits={resource.RLIMIT_FSIZE: 2 << 20},
+        rlimits={resource.RLIMIT_FSIZE: limit},
     )
     os.close(write_fd)
     reader = FrameReader(read_fd)
     mapped = _frame_files()[1]
     _, small = reader.read(time.monotonic() + 60)
-    assert _frame_files()[1] == mapped + 1  # in a memory file
+    assert _frame_files()[1] == mapped + 1  # one memory file
     _, large = reader.read(time.monotonic() + 60)
-    assert _frame_files()[1] == mapped + 1  # inline
+    assert _frame_files()[1] == mapped + 1 + 3  # 4 MiB in 1.5 MiB parts: three files
+    _, spanning = reader.read(time.monotonic() + 60)
+    assert _frame_files()[1] == mapped + 1 + 3 + 6  # 9.2 MB: six
     finished = writer.wait(timeout_s=60)
     assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.split() == ["file", "parts", "parts"]
     assert float(small[0].sum()) == 0.0 and small[0].size == 3 << 16
     assert float(large[0].sum()) == 1 << 19
+    assert bool((spanning[0] == torch.arange(700_001, dtype=torch.float64).numpy()).all())
+    assert bool((spanning[1] == torch.arange(-900_003, 0, dtype=torch.float32).numpy()).all())
+    spanning[0][:] = 1.0  # private mappings: the judge may write to what it received
+    assert reader.passed == []
     reader.close()
     os.close(read_fd)
+
+
+_INLINE_WRITER = """
+import sys
+import numpy as np
+from gauntlet.judge.channel import write_frame
+print(write_frame(int(sys.argv[1]), {}, [np.full(3 << 16, 2.0)]))  # 1.5 MiB
+"""
+
+
+def test_a_frame_follows_inline_where_no_memory_file_of_a_page_may_be_made() -> None:
+    import resource
+
+    read_fd, write_fd = _socket_pair()
+    writer = process.Child(
+        [sys.executable, "-c", _INLINE_WRITER, str(write_fd)],
+        pass_fds=(write_fd,),
+        rlimits={resource.RLIMIT_FSIZE: 1000},
+    )
+    os.close(write_fd)
+    reader = FrameReader(read_fd)
+    mapped = _frame_files()[1]
+    _, arrays = reader.read(time.monotonic() + 60)
+    assert _frame_files()[1] == mapped
+    finished = writer.wait(timeout_s=60)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.split() == ["inline"]
+    assert float(arrays[0].sum()) == 2.0 * (3 << 16)
+    reader.close()
+    os.close(read_fd)
+
+
+_BOUNDED_WRITER = """
+import ctypes, os, resource, sys
+# A user namespace of its own: no capability of the host's user, so the kernel holds this
+# process to its descriptor limit for descriptors in flight (root's would be exempt).
+assert ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0  # CLONE_NEWUSER
+import numpy as np
+from gauntlet.judge.channel import write_frame
+highest = max(int(name) for name in os.listdir("/proc/self/fd"))
+resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 8, highest + 8))
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+print(write_frame(int(sys.argv[1]), {}, [np.arange(5 << 20, dtype=np.int64)]))  # 40 MiB
+print(len(os.listdir("/proc/self/fd")) <= highest + 1, flush=True)
+"""
+
+
+def test_a_writer_waits_for_its_parts_in_flight_and_holds_one_at_a_time() -> None:
+    # The kernel refuses a sender more descriptors in flight than its descriptor limit, counted
+    # for its user (ETOOMANYREFS): descriptors this test holds in flight (root's, as the writer
+    # is) leave the writer none until they are read. It waits, holding one part, and sends its
+    # 40 parts once they are; the reader maps each as it comes.
+    read_fd, write_fd = _socket_pair()
+    hold_in, hold_out = socket.socketpair()
+    pipe_r, pipe_w = os.pipe()
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    for _ in range(64):  # past the writer's limit: at most its descriptors, plus 8
+        socket.send_fds(hold_out, [b"x"], [pipe_r])
+    writer = process.Child(
+        [sys.executable, "-c", _BOUNDED_WRITER, str(write_fd)], pass_fds=(write_fd,)
+    )
+    os.close(write_fd)
+    reader = FrameReader(read_fd)
+    try:
+        with pytest.raises(ChannelTimeout):  # not even the header can go
+            reader.read(time.monotonic() + 0.5)
+    finally:
+        for _ in range(64):
+            _, fds, _, _ = socket.recv_fds(hold_in, 1, 1)
+            for fd in fds:
+                os.close(fd)
+    mapped = _frame_files()[1]
+    _, arrays = reader.read(time.monotonic() + 60)
+    assert _frame_files()[1] == mapped + 40
+    finished = writer.wait(timeout_s=60)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.split() == ["parts", "True"]
+    assert bool((arrays[0] == torch.arange(5 << 20).numpy()).all())
+    assert reader.passed == []
+    reader.close()
+    for fd in (read_fd, pipe_r, pipe_w):
+        os.close(fd)
+    hold_in.close()
+    hold_out.close()

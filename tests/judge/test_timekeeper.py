@@ -78,14 +78,15 @@ def test_the_judge_answers_every_call_and_receives_only_its_secret_samples(
 
 @pytest.mark.parametrize(
     ("file_bytes", "path"),
-    [("0", "file"), (str(1 << 20), "inline")],
-    ids=["in-a-memory-file", "past-the-file-size-limit"],
+    [("0", "file"), (str(1 << 20), "parts"), ("1000", "inline")],
+    ids=["in-a-memory-file", "past-the-file-size-limit", "no-file-of-a-page"],
 )
 def test_a_large_sampled_output_is_timed_by_the_path_it_took(
     tmp_path: Path, file_bytes: str, path: str
 ) -> None:
-    # 2 MiB: a memory file, unless the caller may not make a file that large (a candidate's
-    # per-file share of its memory cap), where it goes inline on the socket.
+    # 2 MiB: a memory file, or several where the caller may not make a file that large (a
+    # candidate's per-file share of its memory cap), or inline on the socket where it may make
+    # none of a page.
     elements = str(1 << 19)
     handle = _caller(tmp_path, "C1", "5", "--elements", elements, "--file-bytes", file_bytes)
     try:

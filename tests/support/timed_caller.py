@@ -10,7 +10,8 @@ microseconds (standing in for the GPU's time) returning a float32 tensor of `--e
 elements whose first element is the pair. `--wrong-role-at PAIR` reports that pair's first call
 under the other role (a breach). `--file-bytes N` caps the size of a file it may make
 (`RLIMIT_FSIZE`), as a candidate's is (`worker._bound_memory_files`): a larger output then goes
-inline through the socket rather than in a memory file (`channel.write_frame`). Prints one
+in several memory files, or inline through the socket under a limit of less than a page
+(`channel.write_frame`). Prints one
 JSON line at the end: `report_s`, the seconds the calls waited for the judge's go-ahead
 (`timing.measure`'s `pairs.report`), `sent`, the seconds spent sending sampled outputs by step
 (`pairs.sample.*`), and `sampled`, the pairs whose output the judge asked for.

@@ -40,8 +40,8 @@ from pydantic import BaseModel
 
 from gauntlet.judge import priority, protocol, timing
 from gauntlet.judge.channel import (
-    SHARED_MIN_BYTES,
     ChannelClosed,
+    FramePath,
     FrameReader,
     _to_host,
     write_frame,
@@ -72,8 +72,8 @@ GLUE_OPS = frozenset("cat stack pad constant_pad_nd item is_nonzero _local_scala
 AUTOGRAD_OPS = frozenset({"ones_like", "add", "add_", "sum", "expand", "_to_copy"})
 
 
-def _send(fd: int, event: BaseModel, tensors: list[torch.Tensor] | None = None) -> None:
-    write_frame(fd, event.model_dump(), tensors)
+def _send(fd: int, event: BaseModel, tensors: list[torch.Tensor] | None = None) -> FramePath:
+    return write_frame(fd, event.model_dump(), tensors)
 
 
 def _load_module(path: Path, name: str) -> ModuleType:
@@ -1000,7 +1000,7 @@ def _bound_memory_files() -> None:
     them again) and each file may hold a share of the memory cap (`memory_cap`: the
     address-space limit on the CPU, the data-segment limit on a GPU), so that all of them
     together hold no more than that cap once more. The worker's own frames too large for one
-    file go through the socket instead (`channel.write_frame`).
+    file go in several, one made at a time (`channel.write_frame`).
     """
     highest = max(int(name) for name in os.listdir("/proc/self/fd"))
     descriptors = highest + 1 + CANDIDATE_FD_HEADROOM
@@ -1279,9 +1279,10 @@ def _report_call(
     The judge's clock brackets the call (from its previous go-ahead to this report); only then
     does it say whether the call is one of its secret samples. Returns the seconds spent
     sending the output, which the judge's clock leaves out too, by step (none for a call not
-    sampled): `stage` (to the host, through pinned memory for a GPU output), then `file` or
-    `inline` (the frame in a memory file, or on the socket: a frame under 1 MiB, or past the
-    largest file this process may make, `_bound_memory_files`).
+    sampled): `stage` (to the host, through pinned memory for a GPU output), then the way the
+    frame went (`channel.FramePath`): `file` (one memory file), `parts` (several, each within
+    the largest file this process may make, `_bound_memory_files`) or `inline` (on the socket:
+    a frame under 1 MiB, or one no memory file could be made for).
     """
     _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
     command = protocol.parse_command(commands.read(None)[0])
@@ -1290,18 +1291,12 @@ def _report_call(
     started = time.perf_counter()
     outputs = [_to_host(o) for o in timing.forward_outputs(out, backward)]
     staged = time.perf_counter()
-    _send(
+    path = _send(
         fd,
         protocol.SampledOutput(event="sampled_output", position=position, count=len(outputs)),
         outputs,
     )
-    size = sum(o.numel() * o.element_size() for o in outputs)
-    largest = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    in_file = size >= SHARED_MIN_BYTES and (largest == resource.RLIM_INFINITY or size <= largest)
-    return {
-        "stage": staged - started,
-        "file" if in_file else "inline": time.perf_counter() - staged,
-    }
+    return {"stage": staged - started, path: time.perf_counter() - staged}
 
 
 def _compile_references(
