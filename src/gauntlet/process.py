@@ -275,7 +275,8 @@ class Child:
         Found as `kill_tree` finds them: the group, every descendant (under a PID namespace,
         everything in it) and whatever is in the child's session. Stopped top-down until no
         new process turns up (a stopped process forks no more), so none started meanwhile runs
-        on. A process that left by `setsid` outside a PID namespace is not found.
+        on, and the block starts once they have all stopped, not only been signalled
+        (`_await_stopped`). A process that left by `setsid` outside a PID namespace is not found.
         """
         stopped: set[int] = set()
         try:
@@ -288,6 +289,7 @@ class Child:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGSTOP)
                 stopped |= found
+            _await_stopped({self._proc.pid, *stopped})
             yield
         finally:
             self._signal_group(signal.SIGCONT)
@@ -354,6 +356,32 @@ class Child:
         self._out.close()
         self._err.close()
         return finished
+
+
+#: Seconds `Child.stopped` waits for its processes to be stopped, not only signalled.
+STOP_WAIT_S = 1.0
+
+
+def _await_stopped(pids: set[int], timeout_s: float = STOP_WAIT_S) -> None:
+    """Wait until every process in `pids` has stopped (or ended), for `timeout_s` at most.
+
+    SIGSTOP takes effect when the kernel next schedules the process, not when it is sent: a
+    process still running on another CPU (or in a system call it cannot leave, such as a GPU
+    driver's) runs on meanwhile. Past the timeout the caller goes on; a process in a call it
+    cannot leave launches nothing new until it returns, and then it stops.
+    """
+    import psutil
+
+    done = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE)
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                if psutil.Process(pid).status() in done:
+                    break
+            except psutil.Error:
+                break  # ended
+            time.sleep(0.001)
 
 
 def run(

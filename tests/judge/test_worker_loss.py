@@ -3,6 +3,7 @@ fault; lost twice, the judge's error."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -153,17 +154,21 @@ def test_a_worker_not_ready_in_time_is_replaced(monkeypatch: pytest.MonkeyPatch)
     task = SCALE_ADD()
     real = python_backend._Worker.await_ready
     stopped: list[int] = []
+    # A cold worker, never a spare that an open service of an earlier test has ready.
+    monkeypatch.setattr(spares, "active", lambda: None)
 
     def starve_first(self: Any, deadline: float, role: str) -> None:
         if role == "candidate" and not stopped:
-            # A start that never ends (a worker starved of CPU, or stuck in its imports).
-            os.kill(self.child.pid, signal.SIGSTOP)
+            # A start that never ends (a worker starved of CPU, or stuck in its imports): the
+            # whole tree, a confined worker's Python included, stopped before it is ready.
+            hold.enter_context(self.child.stopped())
             stopped.append(self.child.pid)
             deadline = time.monotonic() + 0.5
         real(self, deadline, role)
 
     monkeypatch.setattr(python_backend._Worker, "await_ready", starve_first)
-    verdict = judge(task, task.root / "expert", device="cpu", seed=8105)
+    with contextlib.ExitStack() as hold:
+        verdict = judge(task, task.root / "expert", device="cpu", seed=8105)
     assert stopped
     # Only the judge's code had run in it: judged again, never a verdict against the expert.
     assert verdict.status == "pass", verdict.reason
