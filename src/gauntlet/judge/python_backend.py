@@ -1139,7 +1139,11 @@ class _CandidateSession:
             self.phase("device_wait_exclusive")
         self.worker.send(protocol.Command(command="time" if names else "stop", configs=names))
         failure = None
-        for name in names:
+        for index, name in enumerate(names):
+            if index:
+                # The worker waits between configs until the judge's checks of the last one,
+                # on the GPU, are done: none of its timed calls runs beside them.
+                self.worker.send(protocol.Command(command="next"))
             failure = self._time(next(s for s in self.states if s.config.name == name))
             if failure is not None:
                 return failure
@@ -1178,8 +1182,8 @@ class _CandidateSession:
         phases = self.result.phases_s
         # The judge's own share of the timing, measured here: the timed calls' exchanges
         # (`timekeeper.Followed`) and its checks of a config's timing (the sampled outputs
-        # against their references, on the GPU, and the clock), while the worker starts the
-        # next config and its first timed call waits for the judge.
+        # against their references, on the GPU, and the clock), while the worker waits to
+        # start the next config.
         for key, seconds in (
             ("timing.judge", followed.judge_s),
             ("timing.judge_samples", followed.samples_s),
