@@ -39,8 +39,12 @@ from pathlib import Path
 
 #: The autogroup nice value of a spare while it imports (the lowest).
 SPARE_AUTOGROUP_NICE = 19
-#: Seconds to keep asking for an autogroup change the kernel refused for its rate (`EAGAIN`).
-AUTOGROUP_RETRY_S = 2.0
+#: Seconds a spare keeps asking for its autogroup back at its nice when the kernel refused the
+#: change for its rate (`EAGAIN`: one change per 100 ms on the whole machine). A spare that
+#: gives up exits and its judgment is made again with cold workers, which costs more than this
+#: wait; 2 s was too short under a loaded 2-core machine's `make test` (a spare's main thread,
+#: in the lowered autogroup, asks rarely while other workers' changes take the slots).
+AUTOGROUP_RETRY_S = 10.0
 _AUTOGROUP = Path("/proc/self/autogroup")
 
 
