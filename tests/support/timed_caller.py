@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from gauntlet.judge import protocol, timekeeper, worker
+from gauntlet.judge import protocol, timing, worker
 from gauntlet.judge.channel import FrameReader, write_frame
 
 
@@ -51,13 +51,13 @@ def main() -> int:
     sampled = []
     out = torch.empty(args.elements)
     for pair in range(args.pairs):
-        for step, role in enumerate(timekeeper.pair_order(pair)):
+        for step, role in enumerate(timing.pair_order(pair)):
             until = time.perf_counter() + args.call_us / 1e6
             while time.perf_counter() < until:
                 pass
             out.fill_(float(pair))
             if pair == args.wrong_role_at and step == 0:
-                role = timekeeper.pair_order(pair)[1]
+                role = timing.pair_order(pair)[1]
             started = time.perf_counter()
             sent = worker._report_call(fd, commands, role, pair, out, backward=False)
             report_s += time.perf_counter() - started - sum(sent.values())

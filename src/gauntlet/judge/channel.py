@@ -125,7 +125,7 @@ def encode_tensor(tensor: torch.Tensor | np.ndarray) -> tuple[dict[str, Any], me
         return meta, raw
     import torch
 
-    flat = _to_host(tensor.detach()).contiguous()
+    flat = to_host(tensor).contiguous()
     dtype = str(flat.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise ProtocolError(f"dtype {dtype} cannot be sent")
@@ -135,10 +135,14 @@ def encode_tensor(tensor: torch.Tensor | np.ndarray) -> tuple[dict[str, Any], me
     return {"dtype": dtype, "shape": list(flat.shape), "nbytes": len(data)}, data
 
 
-def _to_host(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor on the host; from a GPU through pinned memory (30x a pageable copy)."""
+def to_host(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's data on the host, detached; from a GPU through pinned memory.
+
+    Pinned: about 30 times as fast as a pageable copy.
+    """
     import torch
 
+    tensor = tensor.detach()
     if tensor.device.type == "cpu":
         return tensor
     staged = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gauntlet.judge import protocol
+from gauntlet.judge.timing import pair_order
 
 #: The answers to a timed call, by `keep`, as frame headers (`WorkerHandle.send` writes them).
 ANSWERS: dict[bool, dict[str, Any]] = {
@@ -48,11 +49,6 @@ class Followed:
     """The judge's own time in the exchanges: from each report read to its answer written."""
     samples_s: float = 0.0
     """Waiting for and reading the sampled outputs (the worker's copies included)."""
-
-
-def pair_order(pair: int) -> tuple[str, str]:
-    """The order of the two calls of a timed pair (as `timing.measure` runs them)."""
-    return ("baseline", "candidate") if pair % 2 == 0 else ("candidate", "baseline")
 
 
 def follow(

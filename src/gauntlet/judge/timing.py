@@ -252,6 +252,15 @@ def _call(fn: Callable[..., Any], args: list[Any], wrt_idx: list[int]) -> Any:
     return out
 
 
+def pair_order(pair: int) -> tuple[str, str]:
+    """The order of the two calls of timed pair `pair`, alternating so neither always runs first.
+
+    One order for both sides: the worker's `measure` runs them so, the judge's `timekeeper`
+    expects it.
+    """
+    return ("baseline", "candidate") if pair % 2 == 0 else ("candidate", "baseline")
+
+
 def measure(
     candidate: Callable[..., Any],
     baseline: Callable[..., Any],
@@ -314,8 +323,7 @@ def measure(
         clock = time.perf_counter
         k = 0
         while k < plan.max_pairs:
-            order = ("baseline", "candidate") if k % 2 == 0 else ("candidate", "baseline")
-            for role in order:
+            for role in pair_order(k):
                 t0 = clock()
                 args = inputs[role].prepare(plan.call_seeds[k % len(plan.call_seeds)])
                 t1 = clock()

@@ -43,7 +43,7 @@ from gauntlet.judge.channel import (
     ChannelClosed,
     FramePath,
     FrameReader,
-    _to_host,
+    to_host,
     write_frame,
 )
 from gauntlet.judge.correctness import elements_per_chunk
@@ -1294,7 +1294,7 @@ def _report_call(
     if not command.keep:
         return {}
     started = time.perf_counter()
-    outputs = [_to_host(o) for o in timing.forward_outputs(out, backward)]
+    outputs = [to_host(o) for o in timing.forward_outputs(out, backward)]
     staged = time.perf_counter()
     path = _send(
         fd,
