@@ -23,6 +23,11 @@ LOCK_DIR = Path(os.environ.get("GAUNTLET_LOCK_DIR", "/tmp/kernel-gauntlet-locks"
 #: judgment at a time, as before the lock had two modes.
 JUDGMENTS_PER_GPU = max(1, int(os.environ.get("GAUNTLET_JUDGMENTS_PER_GPU", "3")))
 
+#: Bytes of float64 references the judge may hold on the host at once (`judge/footprint.py`,
+#: `reference_budget_bytes`): 0, the default, is a quarter of the host's memory. It bounds the
+#: references kept across judgments and each frame of the reference worker's.
+REFERENCE_BYTES = int(os.environ.get("GAUNTLET_REFERENCE_BYTES", "0"))
+
 #: Names of the variables read elsewhere (each module reads its own at the point of use).
 API_KEY_ENV = "OPENAI_API_KEY"
 """The key of the OpenAI-compatible endpoint the `toolcall` agent talks to."""

@@ -81,6 +81,39 @@ def test_lies_about_sizes_are_protocol_errors() -> None:
     os.close(write_fd)
 
 
+def test_a_frame_past_the_readers_limit_is_refused_before_its_bytes_are_read() -> None:
+    # A header claiming past the limit (here 2 GiB over a pipe holding nothing after it): the
+    # reader refuses it before it makes room for a byte of it.
+    read_fd, write_fd = os.pipe()
+    claimed = channel.MAX_FRAME_BYTES + 1
+    header = json.dumps({"tensors": [{"dtype": "uint8", "shape": [claimed], "nbytes": claimed}]})
+    os.write(write_fd, len(header).to_bytes(8, "little") + header.encode())
+    reader = FrameReader(read_fd)
+    assert reader.limit_bytes == channel.MAX_FRAME_BYTES
+    with pytest.raises(ProtocolError, match=f"over this reader's limit of {claimed - 1}"):
+        reader.read(time.monotonic() + 1)
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def test_each_reader_has_its_own_limit() -> None:
+    # The judge gives a trusted writer's reader (the reference worker's) a limit of its own,
+    # sized from the host; every other reader keeps the fixed cap.
+    read_fd, write_fd = _socket_pair()
+    tensor = torch.randn(1 << 18, dtype=torch.float64)  # 2 MiB, in a memory file
+    narrow, wide = FrameReader(read_fd, limit_bytes=1 << 20), FrameReader(read_fd, 4 << 20)
+    write_frame(write_fd, {"event": "big"}, [tensor])
+    with pytest.raises(ProtocolError, match="over this reader's limit of 1048576"):
+        narrow.read(time.monotonic() + 5)
+    narrow.close()  # with the refused frame's memory file
+    write_frame(write_fd, {"event": "big"}, [tensor])
+    header, tensors = wide.read(time.monotonic() + 5)
+    assert header == {"event": "big"} and torch.equal(tensors[0], tensor)
+    wide.close()
+    os.close(read_fd)
+    os.close(write_fd)
+
+
 def _socket_pair() -> tuple[int, int]:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     return ours.detach(), theirs.detach()

@@ -61,6 +61,10 @@ if TYPE_CHECKING:
 
 _LENGTH = struct.Struct("<Q")
 MAX_HEADER_BYTES = 16 * 1024 * 1024
+#: The largest frame a reader takes unless it is given its own limit: what a process that ran
+#: untrusted code (a candidate) can make the judge map. A trusted writer's reader may be given
+#: a limit of its own (`FrameReader.limit_bytes`): the reference worker's frames are the float64
+#: references of GPU-sized configs (12.9 GB a trial for KernelBench's softmax at 4096 x 393216).
 MAX_FRAME_BYTES = 8 * 1024 * 1024 * 1024
 #: Frames whose tensors hold at least this many bytes travel in a sealed memory file.
 SHARED_MIN_BYTES = 1 << 20
@@ -306,8 +310,12 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 class FrameReader:
     """Reads frames from a file descriptor (a pipe, or a socket that may pass memory files)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, limit_bytes: int = MAX_FRAME_BYTES) -> None:
         self.fd = fd
+        self.limit_bytes = limit_bytes
+        """The largest frame's tensor bytes this reader takes: `MAX_FRAME_BYTES` wherever the
+        writer may have run untrusted code; the judge sizes a trusted reference worker's from
+        the host (`footprint.reference_budget_bytes`)."""
         self.sock = socket.socket(fileno=os.dup(fd)) if _is_socket(fd) else None
         self.passed: list[int] = []
         """Descriptors received with the bytes read so far, oldest first."""
@@ -352,8 +360,10 @@ class FrameReader:
                 raise ProtocolError(f"bad tensor size {meta['nbytes']!r}")
             sizes.append(meta["nbytes"])
         total = sum(sizes)
-        if total > MAX_FRAME_BYTES:
-            raise ProtocolError(f"frame of {total} bytes is over the limit")
+        if total > self.limit_bytes:
+            raise ProtocolError(
+                f"frame of {total} bytes is over this reader's limit of {self.limit_bytes}"
+            )
         buffers: list[bytearray | memoryview]
         if shared:
             view = self._parts(total, part_bytes, deadline)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 
-from gauntlet import expr
+import psutil
+
+from gauntlet import expr, settings
 from gauntlet.task import Config, Task
 
 _GIB = float(1 << 30)
@@ -62,3 +64,21 @@ def _held(moved: float, config: Config) -> float:
     """What the candidate (twice the bytes) and the reference (float64, and native) hold."""
     itemsize = float(config.variables()["itemsize"])
     return 2.0 * moved + moved * 8.0 / itemsize + moved
+
+
+def host_bytes() -> int:
+    """The host's memory."""
+    return int(psutil.virtual_memory().total)
+
+
+def reference_budget_bytes() -> int:
+    """The bytes of references the judge may hold on the host at once.
+
+    A quarter of the host's memory (`settings.REFERENCE_BYTES` where set): the judge keeps a
+    task's references across its attempts up to it (`python_backend._REFERENCES`), and it is
+    the limit of the reference worker's frames (`channel.FrameReader.limit_bytes`), each of
+    which the judge holds as it comes. The rest of the host is the workers': the reference
+    worker stages each of its results in pinned memory and a memory file, the candidate its
+    outputs likewise.
+    """
+    return settings.REFERENCE_BYTES or host_bytes() // 4

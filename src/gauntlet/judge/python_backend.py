@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import psutil
 from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
@@ -295,7 +294,7 @@ def _candidate_task_files(task: Task) -> list[str]:
 
 # GPU-sized tasks have float64 references of gigabytes per config; a quarter of the host's
 # memory keeps a task's references across its attempts without crowding out the workers.
-_REFERENCES = _ReferenceCache(limit_bytes=psutil.virtual_memory().total // 4)
+_REFERENCES = _ReferenceCache(limit_bytes=footprint.reference_budget_bytes())
 
 
 class _Evaluation:
@@ -606,6 +605,10 @@ class _Evaluation:
         try:
             if missing:
                 reference = self._worker("reference", self._request("reference", missing))
+                # Trusted code only, so its frames are bounded by what the judge may hold, not
+                # by the fixed cap on what an untrusted writer makes it map: one frame is one
+                # trial's references, 12.9 GB in float64 for KernelBench's softmax at its size.
+                reference.handle.reader.limit_bytes = footprint.reference_budget_bytes()
             candidate = self._worker("candidate", self._request("candidate", self.states))
         except OSError as err:
             if reference is not None:
