@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gauntlet import confine
+from gauntlet import confine, settings
+from gauntlet.errors import JudgeError
 from gauntlet.judge import judge, protocol, python_backend, timing, workers
+from gauntlet.judge.backend import EvalRequest
 from gauntlet.judge.channel import ChannelClosed
 from gauntlet.judge.python_backend import _Evaluation, _ReferenceCache, _Worker
 from gauntlet.task import load_task
@@ -143,3 +145,29 @@ def test_references_kept_across_judgments_hold_no_descriptors(tmp_path: Path) ->
     kept = _REFERENCES.get(_REFERENCES.key(task, evaluation.states[0], "cpu"))
     assert kept is not None and kept[0][0].outputs[0].nbytes >= 2 << 20
     assert frame_files() == before
+
+
+def _sized_request(tmp_path: Path, n: int, seed: int) -> EvalRequest:
+    """An untimed CPU judgment of scale_add's expert on one config of `n` float32 elements."""
+    from gauntlet.task import Config
+
+    task = with_spec(SCALE_ADD(), baseline=None)  # its Triton baseline takes seconds here
+    config = Config(name="big", params={"n": n, "dtype": "float32"})
+    request = cpu_request(task, task.root / "expert", tmp_path)
+    return dataclasses.replace(request, configs=[config], seed=seed)
+
+
+def test_references_past_the_hosts_budget_are_a_judge_error_naming_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4096 float64 outputs, 32 KiB a trial and two trials (two distributions): past a budget
+    # of 48 KiB, told with the config, the bytes and the host's memory, not a worker's OOM.
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    with pytest.raises(JudgeError) as raised:
+        _Evaluation(_sized_request(tmp_path, 4096, seed=43)).run()
+    message = str(raised.value)
+    assert "the references of config big" in message
+    assert "32.0 KiB a trial, 2 of them held at once" in message
+    assert "64.0 KiB in all" in message
+    assert "past the judge's 48.0 KiB for references (GAUNTLET_REFERENCE_BYTES" in message
+    assert "the host has" in message

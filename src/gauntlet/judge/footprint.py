@@ -82,3 +82,31 @@ def reference_budget_bytes() -> int:
     outputs likewise.
     """
     return settings.REFERENCE_BYTES or host_bytes() // 4
+
+
+def references_too_large(label: str, trial_bytes: int, count: int, other_bytes: int) -> str:
+    """Why the judge cannot hold a config's references: `count` of `trial_bytes` each.
+
+    `other_bytes`: what the judgment holds already of other configs'.
+    """
+    budget = reference_budget_bytes()
+    why = (
+        "GAUNTLET_REFERENCE_BYTES"
+        if settings.REFERENCE_BYTES
+        else f"a quarter of the host's {_size(host_bytes())}"
+    )
+    return (
+        f"the references of config {label} cannot be held on this host: "
+        f"{_size(trial_bytes)} a trial, {count} of them held at once (its trials and sampled "
+        f"timed calls), {_size(trial_bytes * count)} in all beside {_size(other_bytes)} of other "
+        f"configs', past the judge's {_size(budget)} for references ({why}; the host has "
+        f"{_size(host_bytes())})"
+    )
+
+
+def _size(count: float) -> str:
+    """Bytes for a reader: in GiB, MiB or KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count / 1024:.1f} KiB"

@@ -174,6 +174,12 @@ class _ConfigState:
     samples: dict[int, _Sample] = field(default_factory=dict)
     """References of the timed calls whose outputs are checked, by position."""
 
+    def nbytes(self) -> int:
+        """The references held so far."""
+        return sum(t.nbytes() for t in self.reference) + sum(
+            s.nbytes() for s in self.samples.values()
+        )
+
     def sample_requests(self) -> list[protocol.SampleSpec]:
         if self.timing is None:
             return []
@@ -735,6 +741,9 @@ class _Evaluation:
         }
         budget = STARTUP_S + self.task.spec.timeout_s * max(1, len(self.states))
         deadline = time.monotonic() + budget
+        # Everything here is held until the candidate's outputs are compared, and kept after
+        # (`_REFERENCES`): past the budget it would run the host out of memory, late.
+        held_bytes, limit_bytes = 0, footprint.reference_budget_bytes()
         while True:
             try:
                 event, tensors = worker.read_event(deadline)
@@ -768,6 +777,18 @@ class _Evaluation:
                 )
             wanted.discard(key)
             state = by_name[key[0]]
+            size = sum(t.numel() * t.element_size() for t in tensors)
+            held_bytes += size
+            if held_bytes > limit_bytes:
+                raise JudgeError(
+                    f"'{self.task.task_id}' cannot be judged here: "
+                    + footprint.references_too_large(
+                        state.config.label(),
+                        size,
+                        len(state.trials) + len(state.sampled),
+                        held_bytes - size - state.nbytes(),
+                    )
+                )
             if isinstance(event, protocol.ReferenceSample):
                 if len(tensors) != len(event.baseline_rel_l2):
                     raise JudgeError(f"reference sample {key} has {len(tensors)} tensors")
