@@ -10,13 +10,16 @@
 
 For each task its expert is judged with the full protocol (hidden configs, timing on a GPU):
 first cold, as one `gauntlet.judge` call starts its workers; then `--repeats` times through one
-open `Judge` (spare workers started ahead, references cached per seed); then in `feedback`
-mode (visible configs). Each judgment uses a fresh seed, so no reference is reused within a
-task unless said. `--case TASK_DIR SUBMISSION_DIR` (repeatable) judges a task folder with a
-submission folder the same way (e.g. an imported KernelBench task with a KernelBench kernel:
+open `Judge` (spare workers started ahead and waited for until imported, references cached per
+seed), back to back; then in `feedback` mode (visible configs), back to back. Each judgment
+uses a fresh seed, so no reference is reused within a task unless said.
+`--case TASK_DIR SUBMISSION_DIR` (repeatable) judges a task folder with a submission folder
+the same way (e.g. an imported KernelBench task with a KernelBench kernel:
 `scripts/kb_kit.py` builds `.kb-kit/`). Prints and writes (`--out`) a markdown table: wall per
 candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
-warm full protocol. On a GPU the timing's columns say where a timed call's host time goes
+warm full protocol, and how the judgments' candidate workers came (`spare`: imported when
+taken; `spare importing`: taken before its imports were done, so the judgment waited for
+them; `new`: no spare). On a GPU the timing's columns say where a timed call's host time goes
 (`timing.pairs.*`: fresh inputs, queueing the call, waiting for the device, waiting for the
 judge's go-ahead, sending sampled outputs: staging them to the host, then in a memory file or
 inline on the socket; `timing.judge*`: the judge's own share), with the
@@ -45,6 +48,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +109,8 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     cells = " | ".join(f"{phases[name]:.2f}" for name in COLUMNS)
     speedup = _median([v.speedup for v in verdicts if v.speedup is not None])
     shown = f"{speedup:.3f}" if speedup is not None else "-"
+    came = Counter(v.environment.get("candidate_worker", "-") for v in verdicts)
+    candidates = ", ".join(f"{origin} {n}" for origin, n in sorted(came.items()))
     calls = statistics.median(_timed_calls(v) for v in verdicts)
     # Milliseconds of `timing.pairs` per timed call, and of them the device's (the wait for it)
     # and the sampled outputs': the rest is the host's own per call.
@@ -114,7 +120,7 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     )
     return (
         f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {calls:.0f} "
-        f"| {ms} | {shown} | {statuses} |"
+        f"| {ms} | {shown} | {candidates} | {statuses} |"
     )
 
 
@@ -180,7 +186,8 @@ def bench_case(
         timed.cold_s = time.monotonic() - started
         table.add(_row(f"{label} cold", [timed.cold_s], [verdict]))
     with Judge(device=device, time_cap_s=time_cap_s, spare_workers=spares) as service:
-        service.warm(device, wait_s=120)
+        if not service.warm(device, wait_s=120, imported=True):
+            table.add(f"(the spares on {device} were not imported within 120 s)")
         modes: tuple[Mode, ...] = ("final", "feedback")
         for mode in modes:
             walls: list[float] = []
@@ -356,9 +363,9 @@ def main() -> int:
         table.add(
             "",
             "| judgment | n | wall | " + " | ".join(COLUMNS) + " | timed calls | ms/call "
-            "| ms/call device | ms/call sampled | speedup | verdicts |",
+            "| ms/call device | ms/call sampled | speedup | candidate workers | verdicts |",
             "| --- | ---: | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: | ---: "
-            "| ---: | ---: | ---: | --- |",
+            "| ---: | ---: | ---: | --- | --- |",
         )
     options = {
         "device": args.device,

@@ -251,3 +251,84 @@ def test_a_kept_reference_worker_serves_a_tasks_checker_judgment_after_judgment(
         verdicts = [judge(task, submission, device="cpu", seed=s) for s in (7109, 7110)]
     assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
     assert len(pids) == 2 and pids[0] == pids[1]
+
+
+def _imported_pool(tmp_path: Path, size: int) -> spares.SparePool:
+    pool = spares.SparePool(tmp_path / "spares", size)
+    pool.warm("cpu")
+    assert pool.wait_imported("cpu", 120)
+    return pool
+
+
+def test_a_judgment_takes_a_spare_whose_imports_are_done_first(tmp_path: Path) -> None:
+    pool = _imported_pool(tmp_path, 1)
+    # Started and imported outside the pool, to be put behind a spare that still imports.
+    ready = spares.start_spare("candidate", "cpu", pool.root)
+    taken = [ready]
+    try:
+        assert _until_imported(ready)
+        first = pool.take("candidate", "cpu", tmp_path)
+        assert first is not None and first.origin == "spare"
+        taken.append(first)
+        assert pool.wait_started("cpu", 60)
+        with pool._lock:
+            # Behind the replacement just started, which imports for seconds.
+            pool._spares.append(ready)
+        again = pool.take("candidate", "cpu", tmp_path)
+        assert again is ready and again.origin == "spare"
+    finally:
+        for spare in taken:
+            spare.discard()
+        pool.close()
+
+
+def _until_imported(spare: spares.Spare, timeout_s: float = 120) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not spare.imported():
+        if time.monotonic() > deadline or spare.handle.child.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_judgments_that_outrun_the_spares_imports_get_more_spares_ahead(tmp_path: Path) -> None:
+    pool = _imported_pool(tmp_path, 1)
+    pool.most_ahead = 4
+    taken: list[spares.Spare] = []
+    try:
+        first = pool.take("candidate", "cpu", tmp_path)
+        assert first is not None and first.origin == "spare"
+        taken.append(first)
+        assert pool.wait_started("cpu", 60)
+        # Its replacement, just started, imports for seconds: the next judgment outran it.
+        second = pool.take("candidate", "cpu", tmp_path)
+        assert second is not None and second.origin == "spare importing"
+        taken.append(second)
+        deadline = time.monotonic() + 60
+        while pool.count("candidate", "cpu") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool.count("candidate", "cpu") == 2
+        # A reference worker is kept, not taken per judgment: its kind keeps its size.
+        assert pool.count("reference", "cpu") == 1
+    finally:
+        for spare in taken:
+            spare.discard()
+        pool.close()
+
+
+def test_back_to_back_judgments_through_a_warm_judge_wait_for_no_imports(tmp_path: Path) -> None:
+    task = SCALE_ADD()
+    with Judge(device="cpu", workdir=tmp_path / "spares", spare_workers=2) as warm:
+        assert warm.warm("cpu", wait_s=120, imported=True)
+        verdicts = [
+            warm.eval(task, task.root / "expert", seed=seed, mode="feedback")
+            for seed in (7121, 7122)
+        ]
+    assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
+    # Each candidate came from a spare that had reported its imports done when taken.
+    assert [v.environment["candidate_worker"] for v in verdicts] == ["spare", "spare"]
+    assert verdicts[0].environment["reference_worker"] == "spare"
+    if spares.confine.available() is None:
+        assert verdicts[1].environment["reference_worker"] == "kept"
+    # The wait for the workers' 'ready' is then no import (seconds): a generous bound.
+    assert all(v.phases_s["imports"] < 5.0 for v in verdicts), [v.phases_s for v in verdicts]

@@ -3,12 +3,18 @@
 A spare (`spares.py`) imports PyTorch and Triton, seconds of a core, beside the judgment that
 runs; on a machine with few cores those imports took CPU from the judgment. So a spare lowers
 itself before its imports (`SpareLowering.lower`, in its working thread) and its main thread,
-which is never lowered and only waits, lifts it the moment its request arrives
-(`SpareLowering.lift_when_asked`): every thread back to `SCHED_OTHER` at the nice value it was
-started with, its session's autogroup back to its nice. A worker that cannot lift itself
-entirely never runs its judgment (`SpareLowering.wait_lifted` names why, and the worker exits:
-the judge's `WorkerLost`, judged again with cold workers): a judged candidate below the
-priority its baseline's timing had would be a timing asymmetry of the judge's own.
+which is never lowered and only waits, lifts it back as soon as its imports are done or its
+request arrives, whichever comes first (`SpareLowering.lift_when_due`): every thread back to
+`SCHED_OTHER` at the nice value it was started with, its session's autogroup back to its nice.
+A spare waiting for its request takes no CPU, so it waits lifted: a judgment that takes it
+does not wait for a lowered process to be scheduled and to get an autogroup change past the
+kernel's rate limit (seconds on a loaded machine, measured). The working thread reads its
+request only once lifted (`SpareLowering.imported`): a main thread that watched the request's
+pipe while the working thread read it could miss it, and both then waited for each other
+until the judge gave up (`STARTUP_S`). A worker that cannot lift itself entirely never runs a
+judgment (it exits, named why; taken meanwhile, the judge's `WorkerLost`, judged again with
+cold workers): a judged candidate below the priority its baseline's timing had would be a
+timing asymmetry of the judge's own.
 
 Two kernel mechanisms (sched(7)), because which one counts depends on the machine:
 
@@ -157,8 +163,16 @@ class SpareLowering:
         self._state: Lowered | None = None
         self._lowered = threading.Event()
         self._lifted = threading.Event()
+        # Readable once the imports are done (the write end closed), for the main thread's
+        # wait on it and on the request at once.
+        self._imported_r, self._imported_w = os.pipe()
         self.problem = ""
         """What could not be lifted ("" when all of it was)."""
+
+    @property
+    def state(self) -> Lowered | None:
+        """What was lowered (None until `lower` ran, or where it failed)."""
+        return self._state
 
     def lower(self) -> None:
         """In the working thread, before its imports."""
@@ -167,18 +181,26 @@ class SpareLowering:
         finally:
             self._lowered.set()
 
-    def lift_when_asked(self, request_fd: int, working: threading.Thread) -> None:
-        """In the main thread: once the request is there (or the judge left), lift it all."""
+    def lift_when_due(self, request_fd: int, working: threading.Thread) -> None:
+        """In the main thread: once the imports are done or the request came, lift it all.
+
+        (Or once the working thread ended: nothing is left to lift for.)
+        """
         self._lowered.wait()
         while working.is_alive():
-            readable, _, _ = select.select([request_fd], [], [], 0.5)
+            readable, _, _ = select.select([request_fd, self._imported_r], [], [], 0.5)
             if readable:
                 break
+        os.close(self._imported_r)
         if self._state is not None:
             self.problem = lift(self._state)
         self._lifted.set()
 
-    def wait_lifted(self) -> str:
-        """In the working thread, its request read: "" once lifted, else what was not."""
+    def imported(self) -> str:
+        """In the working thread, its imports done: "" once lifted, else what was not.
+
+        Call it before reading the request: the main thread may be watching the request's pipe.
+        """
+        os.close(self._imported_w)
         self._lifted.wait()
         return self.problem

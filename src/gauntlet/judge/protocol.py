@@ -194,6 +194,20 @@ class Ready(_Frame):
     event: Literal["ready"]
 
 
+class Imported(_Frame):
+    """A spare's trusted imports are done and its priority is back; it reads its request next.
+
+    Sent only by a worker started ahead of its judgment (`spares.py`): its first frame, which
+    the judge's pool looks for to know the spare is ready, and the judgment then reads past.
+    """
+
+    event: Literal["imported"]
+    lowered_autogroup: bool
+    """Its session's autogroup was at nice 19 while it imported (`priority.py`)."""
+    lowered_idle: bool
+    """Its working thread imported under `SCHED_IDLE`."""
+
+
 class Loaded(_Frame):
     """The submission imported."""
 
@@ -453,6 +467,7 @@ class SimReply(_Frame):
 
 Event = Annotated[
     Ready
+    | Imported
     | Loaded
     | ConfigStart
     | CandidateTrial

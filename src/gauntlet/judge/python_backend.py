@@ -341,6 +341,9 @@ class _Evaluation:
         self.hold: devicelock.Hold | None = None
         """The judgment's hold on its GPU (none on other devices): shared, then exclusive to
         time."""
+        self.workers_came: dict[str, str] = {}
+        """How each worker came, per `reference_worker` and `candidate_worker` (recorded in the
+        verdict's environment): `spares.Spare.origin`, or 'new' (started by the judgment)."""
 
     def _confinement(self) -> confine.Confinement | None:
         """What the candidate's process may see, or None where this machine cannot confine.
@@ -521,12 +524,14 @@ class _Evaluation:
             # worker runs, and those seconds would be spent holding the GPU: it pays them
             # before it reports ready instead, as a candidate spare does.
             ahead = role == "candidate" and not self._missing
+            self.workers_came[f"{role}_worker"] = "new"
             return _Worker.start(
                 request, self.tmp / role, self.request.device, confinement, ahead=ahead
             )
         if role == "candidate":
             request = self._stage(spare, request)
             self.containment = self._containment(spare.confined)
+        self.workers_came[f"{role}_worker"] = spare.origin
         return _Worker.adopt(spare, pool, request)
 
     def _let_go(self, worker: _Worker) -> None:
@@ -664,6 +669,7 @@ class _Evaluation:
                     reference = None
             evaluation.phases_s = {**phases, **evaluation.phases_s}
             evaluation.environment["containment"] = self.containment
+            evaluation.environment.update(self.workers_came)
             return evaluation
         finally:
             closing = time.monotonic()
@@ -1625,10 +1631,13 @@ class _Worker:
                 loss is never the submission's.
 
         Anything else that comes (an error report, a bad frame) is kept for the next
-        `read_event`, where the collectors turn it into a verdict or a judge error.
+        `read_event`, where the collectors turn it into a verdict or a judge error. A spare's
+        report that its imports are done (`protocol.Imported`, its first frame) is read past.
         """
         try:
             frame = self.read_event(deadline)
+            if isinstance(frame[0], protocol.Imported):
+                frame = self.read_event(deadline)
         except ChannelClosed as err:
             raise _lost(self, role, err) from err
         except ChannelTimeout as err:

@@ -5,7 +5,8 @@
             verdict = judge.eval("triton2triton/softmax", candidate, mode="feedback")
 
 While open it keeps spare workers started (`spares.py`) for the devices it judges on, so a
-judgment does not wait for PyTorch's import; the reference results stay cached across
+judgment does not wait for PyTorch's import (its verdict's `environment` says how its workers
+came: `reference_worker`, `candidate_worker`); the reference results stay cached across
 judgments of a task (per seed and trial) as in every judgment. Each judgment is the full
 protocol of `pipeline.judge`, with the same defenses: spares are fresh processes, confined from
 their start, that run one judgment each. `mode="feedback"` judges the visible configs only.
@@ -49,7 +50,9 @@ class Judge:
     ) -> None:
         """A judge for `device` (default: the best device each task can use).
 
-        `spare_workers`: started workers kept per role and device (one per parallel judgment).
+        `spare_workers`: started workers kept per role and device (one per parallel judgment);
+        where back-to-back judgments outrun their candidate spares' imports, the pool keeps
+        more candidate spares ahead (`spares.SparePool.take`).
         """
         if device is not None:
             devices.check_device(device)
@@ -61,16 +64,21 @@ class Judge:
         if device is not None:
             self.warm(device)
 
-    def warm(self, device: str, wait_s: float = 0.0) -> None:
+    def warm(self, device: str, wait_s: float = 0.0, *, imported: bool = False) -> bool:
         """Start spare workers for `device` now (else after its first judgment).
 
         `wait_s`: wait up to that long for them to have started (a judgment right after then
-        gets them, their imports under way).
+        gets them, their imports under way), or with `imported` for their imports to be done
+        (a judgment right after then waits for none). Returns whether they were in time.
         """
-        if devices.kind_of(device) in _WORKER_KINDS:
-            self._pool.warm(device)
-            if wait_s > 0:
-                self._pool.wait_started(device, wait_s)
+        if devices.kind_of(device) not in _WORKER_KINDS:
+            return True
+        self._pool.warm(device)
+        if wait_s <= 0:
+            return True
+        if imported:
+            return self._pool.wait_imported(device, wait_s)
+        return self._pool.wait_started(device, wait_s)
 
     def __enter__(self) -> Judge:
         return self

@@ -3,9 +3,19 @@
 A Python worker imports PyTorch and Triton before it reads its request
 (`worker._import_trusted`): seconds of every judgment. While a `SparePool` is active (a
 `Judge` service is open, as during a run) it keeps started workers per role and device waiting
-for a request; a judgment takes one, and another is started in its place in the background.
-Every judgment still gets a fresh candidate process that has run nothing before; only its
+for a request; a judgment takes one, and another is started in its place in the background at
+once. Every judgment still gets a fresh candidate process that has run nothing before; only its
 imports happened earlier.
+
+A spare says when its imports are done (`protocol.Imported`, its first frame), so the pool
+knows which spares are ready: a judgment takes a ready one first, and records how its workers
+came (`Spare.origin`: kept, spare, spare still importing; or new). In a loop of judgments back
+to back a candidate spare is taken every judgment, and its replacement has only the judgments
+of the spares ahead of it to import in: where a judgment gets a candidate spare still
+importing (past the kind's first judgment), the pool keeps twice as many of that kind ahead
+from then on, up to `most_ahead` (half the cores this process may use, at most `MOST_AHEAD`,
+never fewer than `size`): on a machine with few cores more importers would only share the same
+CPU.
 
 A reference worker runs only trusted task code, never a submission, so it is kept: a judgment
 borrows it and gives it back reset (`resident.py`, `give_back`), and the next judgment on that
@@ -30,6 +40,8 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
+import select
 import shutil
 import tempfile
 import threading
@@ -54,6 +66,9 @@ RESIDENT_GROWTH_BYTES = 1 << 30
 #: GPU memory a reference worker's allocator may still reserve after its reset (its cuBLAS
 #: workspaces; a task's tensors kept alive would be more).
 RESIDENT_DEVICE_BYTES = 256 << 20
+#: The most candidate spares kept ahead per device, however fast judgments take them (each
+#: is a process with PyTorch imported: hundreds of MB of host memory).
+MOST_AHEAD = 8
 
 
 @dataclass
@@ -69,6 +84,33 @@ class Spare:
     """Judgments it served (a reference worker serves many)."""
     first_host_bytes: int | None = None
     """A reference worker's resident memory after its first reset."""
+    ready_when_taken: bool | None = None
+    """Whether it had reported its imports done when a judgment took it (None: not taken)."""
+
+    def imported(self) -> bool:
+        """Whether it is alive and has reported its imports done, or served a judgment before.
+
+        A fresh spare sends nothing before `protocol.Imported`, so a frame waiting on its
+        channel is that report (read by the judgment that takes it).
+        """
+        if self.served:
+            return True
+        if self.handle.child.poll() is not None:
+            return False
+        waiting = select.poll()
+        waiting.register(self.handle.result_fd, select.POLLIN)
+        return bool(waiting.poll(0))
+
+    @property
+    def origin(self) -> str:
+        """How a judgment got this worker.
+
+        'kept' (it served before), 'spare' (imported when taken) or 'spare importing' (taken
+        before its imports were done, so the judgment waited for them).
+        """
+        if self.served:
+            return "kept"
+        return "spare" if self.ready_when_taken else "spare importing"
 
     @property
     def task_dir(self) -> Path:
@@ -181,6 +223,12 @@ class SparePool:
         """Held (locked) until `close`: while it is, no other pool removes this folder."""
         reap_abandoned(root)
         self.size = max(size, 1)
+        self.most_ahead = max(self.size, min(MOST_AHEAD, len(os.sched_getaffinity(0)) // 2))
+        """The most candidate spares kept ahead per device (`size` at least)."""
+        self._ahead: dict[tuple[Role, str], int] = {}
+        """Spares kept per kind where more than `size` (a kind a judgment found none ready)."""
+        self._consumed: set[tuple[Role, str]] = set()
+        """Kinds a judgment took a spare of."""
         self._spares: list[Spare] = []
         """Waiting: never used, or reference workers given back."""
         self._lent: list[Spare] = []
@@ -200,6 +248,25 @@ class SparePool:
             self._wanted.update({("reference", device), ("candidate", device)})
             self._wake.notify_all()
 
+    def wait_imported(self, device: str, timeout_s: float) -> bool:
+        """Wait until a spare of each role for `device` is started and all there are imported.
+
+        (`Spare.imported`.) Returns whether they were in time.
+        """
+        deadline = time.monotonic() + timeout_s
+        if not self.wait_started(device, timeout_s):
+            return False
+        while True:
+            with self._lock:
+                importing = [s for s in self._spares if s.device == device and not s.imported()]
+            left = deadline - time.monotonic()
+            if not importing or left <= 0:
+                return not importing
+            waiting = select.poll()
+            for spare in importing:
+                waiting.register(spare.handle.result_fd, select.POLLIN)
+            waiting.poll(1e3 * min(left, 1.0))  # (and again: a spare may die meanwhile)
+
     def wait_started(self, device: str, timeout_s: float) -> bool:
         """Wait until a spare of each role for `device` has been started (not yet imported)."""
         deadline = time.monotonic() + timeout_s
@@ -217,28 +284,48 @@ class SparePool:
     def take(self, role: Role, device: str, hidden: Path) -> Spare | None:
         """A spare for `role` on `device` that cannot see `hidden`, or None (start one cold).
 
-        Either way the pool keeps `size` spares of this kind started for the next judgment. A
-        reference worker that served before comes first (its CUDA is up); it is lent, and
-        comes back through `give_back`.
+        Either way the pool keeps spares of this kind started for the next judgment: the
+        filler starts the replacement of the one taken at once. A reference worker that served
+        before comes first (its CUDA is up); it is lent, and comes back through `give_back`.
+        Then a spare whose imports are done, the oldest first. A candidate judgment that gets
+        one still importing makes the pool keep twice as many candidate spares ahead (up to
+        `most_ahead`; not at the kind's first judgment, whose spares may be just started).
         """
+        kind = (role, device)
         with self._lock:
             if self._closed:
                 return None
-            self._wanted.add((role, device))
-            self._wake.notify_all()
             self._drop_dead()
-            for spare in sorted(self._spares, key=lambda s: -s.served):
-                if spare.role != role or spare.device != device:
-                    continue
-                if spare.confined is not None and spare.shows(hidden):
-                    # (An unconfined spare sees all, as a cold worker here would.)
-                    continue
+            fitting = [
+                s
+                for s in self._spares
+                if s.role == role
+                and s.device == device
+                # (An unconfined spare sees all, as a cold worker here would.)
+                and not (s.confined is not None and s.shows(hidden))
+            ]
+            ready = {id(s): s.imported() for s in fitting}
+            fitting.sort(key=lambda s: (-s.served, not ready[id(s)]))
+            spare = fitting[0] if fitting else None
+            if spare is not None and role == "candidate" and not ready[id(spare)]:
+                ahead = self._ahead.get(kind, self.size)
+                if ahead < self.most_ahead and kind in self._consumed:
+                    self._ahead[kind] = min(2 * ahead, self.most_ahead)
+                    logger.info(
+                        "judgments outrun their candidate spares' imports on %s: %d kept ahead",
+                        device,
+                        self._ahead[kind],
+                    )
+            self._wanted.add(kind)
+            if spare is not None:
+                self._consumed.add(kind)
+                spare.ready_when_taken = ready[id(spare)]
                 self._spares.remove(spare)
                 if role == "reference":
                     self._lent.append(spare)
                 self.taken += 1
-                return spare
-        return None
+            self._wake.notify_all()
+            return spare
 
     def give_back(self, spare: Spare, idle: protocol.Idle | None) -> None:
         """A judgment is done with a spare: a reference worker reset (`idle`) waits for the next.
@@ -310,10 +397,14 @@ class SparePool:
             threading.Thread(target=spare.discard, daemon=True).start()
 
     def _needed(self) -> list[tuple[Role, str]]:
-        """Kinds with fewer than `size` live spares (a reference worker lent counts)."""
+        """Kinds with fewer live spares than kept ahead (a reference worker lent counts)."""
         self._drop_dead()
         live = [(s.role, s.device) for s in self._spares + self._lent]
-        return [kind for kind in sorted(self._wanted) if live.count(kind) < self.size]
+        return [
+            kind
+            for kind in sorted(self._wanted)
+            if live.count(kind) < self._ahead.get(kind, self.size)
+        ]
 
 
 def _fit(spare: Spare, idle: protocol.Idle) -> bool:

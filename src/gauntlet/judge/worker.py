@@ -1498,7 +1498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         threading.stack_size(previous)
     if spare is not None:
-        spare.lift_when_asked(int(args[0]), worker)
+        spare.lift_when_due(int(args[0]), worker)
     worker.join()
     return status[0]
 
@@ -1506,8 +1506,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
     """Import, read the request, run its role: the worker's whole work, in its own thread.
 
-    `spare` (a worker started ahead of its judgment): lowered while it imports and waits, and
-    judged only once the main thread has lifted it back entirely.
+    `spare` (a worker started ahead of its judgment): lowered while it imports, lifted back
+    entirely before it reads its request, and then says so (`protocol.Imported`), which the
+    judge's pool looks for.
     """
     request_fd, result_fd, device = int(args[0]), int(args[1]), args[2]
     ahead = "ahead" in args[3:]
@@ -1517,10 +1518,20 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
     if spare is not None:
         spare.lower()
     _import_trusted(device, ahead)
+    if spare is not None:
+        if problem := spare.imported():
+            raise SystemExit(f"worker: its priority could not be restored: {problem}")
+        lowered = spare.state
+        _send(
+            result_fd,
+            protocol.Imported(
+                event="imported",
+                lowered_autogroup=lowered is not None and lowered.autogroup_nice is not None,
+                lowered_idle=lowered is not None and lowered.idle,
+            ),
+        )
     commands = FrameReader(request_fd)
     request = protocol.parse_request(commands.read(None)[0])
-    if spare is not None and (problem := spare.wait_lifted()):
-        raise SystemExit(f"worker: its priority could not be restored for its judgment: {problem}")
     if request.role == "reference":
         return _serve_references(request, device, result_fd, commands)
     if request.device != device:
