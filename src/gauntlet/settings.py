@@ -25,7 +25,8 @@ JUDGMENTS_PER_GPU = max(1, int(os.environ.get("GAUNTLET_JUDGMENTS_PER_GPU", "3")
 
 #: Bytes of float64 references the judge may hold on the host at once (`judge/footprint.py`,
 #: `reference_budget_bytes`): 0, the default, is a quarter of the host's memory. It bounds the
-#: references kept across judgments and each frame of the reference worker's.
+#: references kept across judgments, each frame of the reference worker's, and what a judgment
+#: holds whole: configs past it are streamed (tests force it low on the CPU to do so).
 REFERENCE_BYTES = int(os.environ.get("GAUNTLET_REFERENCE_BYTES", "0"))
 
 #: Names of the variables read elsewhere (each module reads its own at the point of use).

@@ -6,8 +6,10 @@ import dataclasses
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
 
 from gauntlet import confine, settings
 from gauntlet.errors import JudgeError
@@ -147,27 +149,137 @@ def test_references_kept_across_judgments_hold_no_descriptors(tmp_path: Path) ->
     assert frame_files() == before
 
 
-def _sized_request(tmp_path: Path, n: int, seed: int) -> EvalRequest:
-    """An untimed CPU judgment of scale_add's expert on one config of `n` float32 elements."""
+def _sized_request(tmp_path: Path, sizes: dict[str, int], seed: int) -> EvalRequest:
+    """An untimed CPU judgment of scale_add's expert on configs of these float32 sizes."""
     from gauntlet.task import Config
 
     task = with_spec(SCALE_ADD(), baseline=None)  # its Triton baseline takes seconds here
-    config = Config(name="big", params={"n": n, "dtype": "float32"})
+    configs = [Config(name=k, params={"n": n, "dtype": "float32"}) for k, n in sizes.items()]
     request = cpu_request(task, task.root / "expert", tmp_path)
-    return dataclasses.replace(request, configs=[config], seed=seed)
+    return dataclasses.replace(request, configs=configs, seed=seed)
 
 
-def test_references_past_the_hosts_budget_are_a_judge_error_naming_them(
+def test_configs_past_the_hosts_budget_are_judged_with_streamed_references(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 4096 float64 outputs, 32 KiB a trial and two trials (two distributions): past a budget
-    # of 48 KiB, told with the config, the bytes and the host's memory, not a worker's OOM.
+    # Two trials a config (two distributions) of 8 and 32 KiB each in float64, under a budget
+    # of 48 KiB: the small config's references are kept whole; the large one's would pass the
+    # budget with them, so each of its trials' references is computed when its candidate
+    # output is compared, and let go.
+    from gauntlet.judge.python_backend import _REFERENCES
+
     monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    evaluation = _Evaluation(_sized_request(tmp_path, {"small": 1024, "big": 4096}, seed=44))
+    result = evaluation.run()
+    assert [c.correct for c in result.results] == [True, True], result.reason or result.results
+    assert [c.trials for c in result.results] == [2, 2]
+    assert result.environment["references_streamed"] == "big"
+    assert "reference.streamed" in result.phases_s
+    small, big = evaluation.states
+    assert small.streamed is None and len(small.reference) == 2
+    assert big.streamed is not None and big.streamed.trial_bytes == 32 << 10
+    assert big.reference == [], "a streamed config's references are not held"
+    key = _REFERENCES.key
+    assert _REFERENCES.get(key(evaluation.task, small, "cpu")) is not None
+    assert _REFERENCES.get(key(evaluation.task, big, "cpu")) is None, "nor kept"
+
+
+@pytest.mark.slow  # a whole judgment, ~20 s here; the one above passes with streamed references
+def test_a_wrong_output_is_found_against_streamed_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    request = _sized_request(tmp_path / "judge", {"big": 4096}, seed=45)
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    text = (request.task.root / "expert" / "kernel.py").read_text()
+    (wrong / "kernel.py").write_text(text.replace("alpha * x + y", "alpha * x - y"))
+    build = dataclasses.replace(request.build, artifact=wrong)
+    result = _Evaluation(dataclasses.replace(request, build=build)).run()
+    assert result.environment["references_streamed"] == "big"
+    assert [c.correct for c in result.results] == [False]
+    assert "trial 0" in result.results[0].reason
+
+
+def test_a_trial_past_the_hosts_budget_is_a_judge_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 32 KiB a trial in float64, one of them past a budget of 16 KiB: not even streamed can it
+    # be held, told with the config, the bytes and the host's memory, not a worker's OOM.
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 16 << 10)
     with pytest.raises(JudgeError) as raised:
-        _Evaluation(_sized_request(tmp_path, 4096, seed=43)).run()
+        _Evaluation(_sized_request(tmp_path, {"big": 4096}, seed=43)).run()
     message = str(raised.value)
-    assert "the references of config big" in message
-    assert "32.0 KiB a trial, 2 of them held at once" in message
-    assert "64.0 KiB in all" in message
-    assert "past the judge's 48.0 KiB for references (GAUNTLET_REFERENCE_BYTES" in message
+    assert "the references of config big (n=4096, dtype=float32) cannot be held" in message
+    assert "32.0 KiB a trial, streamed, one trial held at a time" in message
+    assert "past the judge's 16.0 KiB for references (GAUNTLET_REFERENCE_BYTES" in message
     assert "the host has" in message
+
+
+def test_references_past_the_budget_sent_whole_are_a_judge_error_naming_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The judge counts what it holds whatever the worker decided: here a worker not told the
+    # budget sends a config's two trials of 32 KiB whole, past 48 KiB.
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    told = _Evaluation._request
+
+    def untold(self: _Evaluation, role: str, states: list[Any]) -> protocol.WorkerRequest:
+        return told(self, role, states).model_copy(update={"reference_budget_bytes": 0})
+
+    monkeypatch.setattr(_Evaluation, "_request", untold)
+    with pytest.raises(JudgeError) as raised:
+        _Evaluation(_sized_request(tmp_path, {"big": 4096}, seed=47)).run()
+    message = str(raised.value)
+    assert "the references of config big (n=4096, dtype=float32) cannot be held" in message
+    assert "32.0 KiB a trial, 2 of them held at once" in message
+    assert "64.0 KiB in all, beside 0.0 KiB of other configs'" in message
+    assert "past the judge's 48.0 KiB for references (GAUNTLET_REFERENCE_BYTES" in message
+
+
+def test_a_reference_worker_streams_the_same_references_it_sends_whole(tmp_path: Path) -> None:
+    # Trials and sampled timed calls (their perturbed inputs), sent whole under no budget,
+    # then, by the same worker reset for the next judgment, computed one at a time when asked.
+    task = with_spec(SCALE_ADD(), baseline=None)
+    evaluation = _Evaluation(_sized_request(tmp_path, {"big": 4096}, seed=46))
+    state = evaluation.states[0]
+    plan = timing.TimingPlan(call_seeds=[])
+    state.timing, state.sampled = python_backend.timing_for(task, state.config, 46, plan)
+    request = evaluation._request("reference", evaluation.states)
+    worker = _Worker.start(
+        request.model_copy(update={"reference_budget_bytes": 0}), tmp_path / "w", "cpu"
+    )
+    worker.await_ready(time.monotonic() + 120, "reference")
+    worker.send(protocol.Command(command="start"))
+    whole: dict[tuple[str, int], list[torch.Tensor]] = {}
+    while True:
+        event, tensors = worker.read_event(time.monotonic() + 60)
+        if isinstance(event, protocol.Done):
+            break
+        assert isinstance(event, protocol.ReferenceTrial | protocol.ReferenceSample)
+        index = event.trial if isinstance(event, protocol.ReferenceTrial) else event.position
+        whole[(event.event, index)] = tensors
+    assert len(whole) == len(state.trials) + len(state.sampled) == 5
+    worker.send(protocol.Command(command="stop"))
+    assert isinstance(worker.read_event(time.monotonic() + 60)[0], protocol.Idle)
+
+    worker.send(request.model_copy(update={"reference_budget_bytes": 64 << 10}))
+    assert isinstance(worker.read_event(time.monotonic() + 60)[0], protocol.Ready)
+    worker.send(protocol.Command(command="start"))
+    event, _ = worker.read_event(time.monotonic() + 60)
+    assert isinstance(event, protocol.ReferenceStreamed)
+    assert (event.trial_bytes, event.output_bytes) == (32 << 10, 32 << 10)
+    assert isinstance(worker.read_event(time.monotonic() + 60)[0], protocol.Done)
+    orders = [{"trial": i} for i in range(len(state.trials))]
+    orders += [{"position": p} for p in state.sampled]
+    for order in orders:
+        worker.handle.send(protocol.ReferenceOrder(command="reference", config="big", **order))
+        event, tensors = worker.read_event(time.monotonic() + 60)
+        kind = "reference_trial" if "trial" in order else "sample"
+        assert event.event == kind
+        expected = whole[(kind, next(iter(order.values())))]
+        assert len(tensors) == len(expected)
+        assert all(torch.equal(a, b) for a, b in zip(tensors, expected, strict=True))
+    worker.send(protocol.Command(command="stop"))
+    assert isinstance(worker.read_event(time.monotonic() + 60)[0], protocol.Idle)
+    worker.close()

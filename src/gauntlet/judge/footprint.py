@@ -1,4 +1,4 @@
-"""The GPU memory a judgment of a config needs at least, checked before any work starts.
+"""The memory a judgment needs: on the GPU, checked before any work; on the host, its references.
 
 A config the device cannot hold would otherwise end in CUDA's out-of-memory error in one of the
 judge's workers, after the builds and imports, and read as a crash. The bound here comes from
@@ -9,6 +9,12 @@ same in float64 (8 / itemsize times the bytes) and its native-dtype outputs (onc
 judge's own comparison works in chunks sized to the memory left (`correctness.py`) and is not
 counted. The same bound sizes a judgment's share of the GPU while judgments run side by side
 (`slots_needed`, `devicelock.py`).
+
+On the host, the judge holds the float64 references of a judgment's configs until it has
+compared the candidate's outputs with them, within a budget (`reference_budget_bytes`); a
+config past it is streamed, one trial's references at a time (`docs/gpu.md`, "References on
+the host"). Those are known only once the reference has run: the roofline's bytes do not split
+inputs from outputs, so they bound nothing here.
 """
 
 from __future__ import annotations
@@ -84,10 +90,13 @@ def reference_budget_bytes() -> int:
     return settings.REFERENCE_BYTES or host_bytes() // 4
 
 
-def references_too_large(label: str, trial_bytes: int, count: int, other_bytes: int) -> str:
-    """Why the judge cannot hold a config's references: `count` of `trial_bytes` each.
+def references_too_large(
+    label: str, trial_bytes: int, count: int, other_bytes: int, *, streamed: bool = False
+) -> str:
+    """Why the judge cannot hold a config's references: `count` of `trial_bytes` each at once.
 
-    `other_bytes`: what the judgment holds already of other configs'.
+    `other_bytes`: what the judgment holds already of other configs'. `streamed`: the config's
+    references come one at a time, and even one is past the budget.
     """
     budget = reference_budget_bytes()
     why = (
@@ -95,10 +104,15 @@ def references_too_large(label: str, trial_bytes: int, count: int, other_bytes: 
         if settings.REFERENCE_BYTES
         else f"a quarter of the host's {_size(host_bytes())}"
     )
+    held = (
+        "streamed, one trial held at a time"
+        if streamed
+        else f"{count} of them held at once (its trials and sampled timed calls), "
+        f"{_size(trial_bytes * count)} in all"
+    )
     return (
         f"the references of config {label} cannot be held on this host: "
-        f"{_size(trial_bytes)} a trial, {count} of them held at once (its trials and sampled "
-        f"timed calls), {_size(trial_bytes * count)} in all beside {_size(other_bytes)} of other "
+        f"{_size(trial_bytes)} a trial, {held}, beside {_size(other_bytes)} of other "
         f"configs', past the judge's {_size(budget)} for references ({why}; the host has "
         f"{_size(host_bytes())})"
     )

@@ -129,6 +129,11 @@ class WorkerRequest(_Frame):
     check: EntrySpec | None = None
     """The task's checker (`[check]`), for the reference worker only: after its references it
     judges the candidate outputs the orchestrator sends it (`CheckOutput`)."""
+    reference_budget_bytes: Annotated[int, Field(ge=0)] = 0
+    """For the reference worker: the bytes of references the judge may hold at once (0: no
+    bound). A config whose references would pass it, with those sent before, is streamed
+    (`ReferenceStreamed`): each of its results is computed when the judge asks
+    (`ReferenceOrder`)."""
     configs: list[ConfigSpec]
     timing: dict[str, TimingSpec]
 
@@ -164,6 +169,20 @@ class CheckOutput(_Frame):
     """The sampled timed call, for its perturbed inputs."""
     container: Name | None
     """`tuple` or `list` when the output is a container of the tensors, None for one tensor."""
+
+
+class ReferenceOrder(_Frame):
+    """The judge asks the reference worker for one result of a streamed config.
+
+    Sent where the judge compares the candidate's output with it: the reference of a trial (its
+    index), or of a sampled timed call (its position), answered with one `ReferenceTrial` or
+    `ReferenceSample` that the judge drops once compared.
+    """
+
+    command: Literal["reference"]
+    config: Name
+    trial: Index | None = None
+    position: Index | None = None
 
 
 # --- Events: worker -> orchestrator ----------------------------------------------------------
@@ -418,6 +437,23 @@ class ReferenceTrial(_Frame):
     baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
 
 
+class ReferenceStreamed(_Frame):
+    """A config's references are past the judge's budget: sent one at a time when asked.
+
+    Sent instead of the config's trials and samples, with the sizes of its first trial (whose
+    reference was computed to learn them, then dropped).
+    """
+
+    event: Literal["reference_streamed"]
+    config: Name
+    trial_bytes: Annotated[int, Field(ge=0)]
+    """The tensors of one trial's reference as sent: outputs and gradients."""
+    output_bytes: Annotated[int, Field(ge=0)]
+    """Those of its outputs alone (a sampled timed call's reference)."""
+    expected: OutputInfo
+    """The first trial's expected outputs (their container, types and shapes)."""
+
+
 class CheckResult(_Frame):
     """The task's checker's verdict on one candidate output (`CheckOutput`)."""
 
@@ -486,6 +522,7 @@ Event = Annotated[
     | Idle
     | ReferenceSample
     | ReferenceTrial
+    | ReferenceStreamed
     | CheckResult,
     Field(discriminator="event"),
 ]
@@ -520,10 +557,16 @@ def parse_command(header: dict[str, Any]) -> Command:
     return Command.model_validate(header)
 
 
-def parse_check(header: dict[str, Any]) -> CheckOutput | Command:
-    """What a reference worker serving the task's checker reads: an output to check, or `stop`."""
+def parse_order(header: dict[str, Any]) -> CheckOutput | ReferenceOrder | Command:
+    """What a reference worker reads after its results: a check, a reference, or `stop`.
+
+    An output to check (`CheckOutput`), a streamed config's result to compute
+    (`ReferenceOrder`), or the end of its part in the judgment.
+    """
     if header.get("command") == "check":
         return CheckOutput.model_validate(header)
+    if header.get("command") == "reference":
+        return ReferenceOrder.model_validate(header)
     return Command.model_validate(header)
 
 

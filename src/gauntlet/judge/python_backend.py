@@ -150,6 +150,25 @@ class _Trial:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.outputs + self.grads)
 
+    @classmethod
+    def of(cls, event: protocol.ReferenceTrial, tensors: list[torch.Tensor]) -> _Trial:
+        """A reference worker's trial; JudgeError where its tensors do not add up."""
+        n_out = len(event.baseline_rel_l2)
+        if len(tensors) != n_out + len(event.baseline_grad_rel_l2):
+            raise JudgeError(
+                f"reference trial {event.trial} of config {event.config} has {len(tensors)} "
+                "tensors, not its outputs and gradients"
+            )
+        return cls(
+            expected=event.expected,
+            outputs=tensors[:n_out],
+            grads=tensors[n_out:],
+            baseline_rel_l2=list(event.baseline_rel_l2),
+            baseline_grad_rel_l2=list(event.baseline_grad_rel_l2),
+            baseline_max_abs=list(event.baseline_max_abs),
+            baseline_grad_max_abs=list(event.baseline_grad_max_abs),
+        )
+
 
 @dataclass
 class _Sample:
@@ -160,6 +179,16 @@ class _Sample:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.outputs)
+
+    @classmethod
+    def of(cls, event: protocol.ReferenceSample, tensors: list[torch.Tensor]) -> _Sample:
+        """A reference worker's sample; JudgeError where its tensors do not add up."""
+        if len(tensors) != len(event.baseline_rel_l2):
+            raise JudgeError(
+                f"reference sample {event.position} of config {event.config} has "
+                f"{len(tensors)} tensors, not its {len(event.baseline_rel_l2)} outputs"
+            )
+        return cls(tensors, list(event.baseline_rel_l2))
 
 
 @dataclass
@@ -173,6 +202,14 @@ class _ConfigState:
     reference: list[_Trial] = field(default_factory=list)
     samples: dict[int, _Sample] = field(default_factory=dict)
     """References of the timed calls whose outputs are checked, by position."""
+    streamed: protocol.ReferenceStreamed | None = None
+    """Where the config's references are past the judge's budget: the reference worker's word
+    for it, and the config's results are asked of it one at a time (`_Evaluation.reference_trial`,
+    `reference_sample`) instead of `reference` and `samples`."""
+
+    def expected(self) -> protocol.OutputInfo:
+        """The reference's outputs as the first trial returned them (container, types)."""
+        return self.streamed.expected if self.streamed else self.reference[0].expected
 
     def nbytes(self) -> int:
         """The references held so far."""
@@ -332,9 +369,11 @@ class _Evaluation:
         self.containment = ""
         """How the candidate's process was confined (recorded in the verdict's environment)."""
         artifact = request.build.artifact
-        self.checker: _Worker | None = None
-        """The reference worker serving the task's checker (`[check]`), once its references
-        are in."""
+        self.serving: _Worker | None = None
+        """The reference worker, once its references are in, where it serves the judgment on
+        through the candidate's run: the task's checker (`[check]`), streamed references."""
+        self.streamed_s = 0.0
+        """Seconds spent waiting for streamed references (`reference_trial`, `reference_sample`)."""
         self.shown_paths = (str(artifact) if artifact else "", str(self.task.root))
         """Where the candidate's process sees its submission and the task's files (a spare's
         slot, or where they are), for cutting its tracebacks to the submission's frames."""
@@ -464,6 +503,9 @@ class _Evaluation:
                 entry(file=spec.check.file, entry=spec.check.entry)
                 if spec.check is not None and role == "reference"
                 else None
+            ),
+            reference_budget_bytes=(
+                footprint.reference_budget_bytes() if role == "reference" else 0
             ),
             allowed_ops=spec.allowed_calls,
             watch_dispatch=not self.request.is_baseline,
@@ -612,6 +654,7 @@ class _Evaluation:
         self._missing = missing
         reference = None
         evaluation: Evaluation | None = None
+        streamed: list[str] = []
         spawning = time.monotonic()
         try:
             if missing:
@@ -657,13 +700,18 @@ class _Evaluation:
                     steps = self._collect_reference(reference)
                     phases["reference"] = time.monotonic() - started
                     phases.update({f"reference.{step}": s for step, s in steps.items()})
+                    streamed = [s.config.name for s in missing if s.streamed is not None]
                     for state in missing:
-                        _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
-                    if not checked:
+                        if state.streamed is None:
+                            _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
+                    if not checked and not streamed:
                         self._let_go(reference)
                         reference = None
-                self.checker = reference
+                self.serving = reference
                 evaluation = self._collect_candidate(candidate)
+                if streamed:
+                    evaluation.environment["references_streamed"] = ",".join(streamed)
+                    evaluation.phases_s["reference.streamed"] = self.streamed_s
                 if reference is not None:
                     self._let_go(reference)
                     reference = None
@@ -771,6 +819,9 @@ class _Evaluation:
                     f"the task's own code failed in the reference worker of "
                     f"'{self.task.task_id}':\n{event.traceback}"
                 )
+            if isinstance(event, protocol.ReferenceStreamed):
+                self._streamed(event, wanted, limit_bytes, held_bytes)
+                continue
             key: tuple[str, str, int] | None = None
             if isinstance(event, protocol.ReferenceSample):
                 key = (event.config, "sample", event.position)
@@ -796,27 +847,97 @@ class _Evaluation:
                     )
                 )
             if isinstance(event, protocol.ReferenceSample):
-                if len(tensors) != len(event.baseline_rel_l2):
-                    raise JudgeError(f"reference sample {key} has {len(tensors)} tensors")
-                state.samples[event.position] = _Sample(tensors, list(event.baseline_rel_l2))
+                state.samples[event.position] = _Sample.of(event, tensors)
                 continue
             assert isinstance(event, protocol.ReferenceTrial)
-            n_out = len(event.baseline_rel_l2)
-            if len(tensors) != n_out + len(event.baseline_grad_rel_l2) or event.trial != len(
-                state.reference
-            ):
-                raise JudgeError(f"reference trial {key} is out of order or malformed")
-            state.reference.append(
-                _Trial(
-                    expected=event.expected,
-                    outputs=tensors[:n_out],
-                    grads=tensors[n_out:],
-                    baseline_rel_l2=list(event.baseline_rel_l2),
-                    baseline_grad_rel_l2=list(event.baseline_grad_rel_l2),
-                    baseline_max_abs=list(event.baseline_max_abs),
-                    baseline_grad_max_abs=list(event.baseline_grad_max_abs),
+            if event.trial != len(state.reference):
+                raise JudgeError(f"reference trial {key} is out of order")
+            state.reference.append(_Trial.of(event, tensors))
+
+    def _streamed(
+        self,
+        event: protocol.ReferenceStreamed,
+        wanted: set[tuple[str, str, int]],
+        limit_bytes: int,
+        held_bytes: int,
+    ) -> None:
+        """Take the reference worker's word that a config's references are to be streamed.
+
+        Instead of any of its results, so all of them must still be wanted; one trial's must
+        fit the budget alone (each is held until compared, then dropped), else the config
+        cannot be judged on this host: a judge error naming the sizes, before any candidate
+        output is compared. While it is compared the judge holds the references of the
+        configs kept whole as well, so at most the budget and one trial's.
+        """
+        state = next((s for s in self._missing if s.config.name == event.config), None)
+        keys = (
+            {(event.config, "trial", i) for i in range(len(state.trials))}
+            | {(event.config, "sample", p) for p in state.sampled}
+            if state is not None
+            else set()
+        )
+        if state is None or not keys <= wanted:
+            raise JudgeError(
+                f"the reference worker of task '{self.task.task_id}' streamed config "
+                f"{event.config!r}, which it was not asked for or already sent results of"
+            )
+        if max(event.trial_bytes, event.output_bytes) > limit_bytes:
+            raise JudgeError(
+                f"'{self.task.task_id}' cannot be judged here: "
+                + footprint.references_too_large(
+                    state.config.label(), event.trial_bytes, 1, held_bytes, streamed=True
                 )
             )
+        wanted -= keys
+        state.streamed = event
+
+    def reference_trial(self, state: _ConfigState, index: int) -> _Trial:
+        """A trial's reference: kept, or for a streamed config computed now by the worker."""
+        if state.streamed is None:
+            return state.reference[index]
+        event, tensors = self._reference(
+            protocol.ReferenceOrder(command="reference", config=state.config.name, trial=index)
+        )
+        if not isinstance(event, protocol.ReferenceTrial) or (event.config, event.trial) != (
+            state.config.name,
+            index,
+        ):
+            raise JudgeError(
+                f"the reference worker of task '{self.task.task_id}' answered "
+                f"'{event.event}' for trial {index} of config {state.config.name}"
+            )
+        return _Trial.of(event, tensors)
+
+    def reference_sample(self, state: _ConfigState, position: int) -> _Sample:
+        """A sampled timed call's reference: kept, or for a streamed config computed now."""
+        if state.streamed is None:
+            return state.samples[position]
+        event, tensors = self._reference(
+            protocol.ReferenceOrder(
+                command="reference", config=state.config.name, position=position
+            )
+        )
+        if not isinstance(event, protocol.ReferenceSample) or (event.config, event.position) != (
+            state.config.name,
+            position,
+        ):
+            raise JudgeError(
+                f"the reference worker of task '{self.task.task_id}' answered "
+                f"'{event.event}' for timed call {position} of config {state.config.name}"
+            )
+        return _Sample.of(event, tensors)
+
+    def _reference(
+        self, order: protocol.ReferenceOrder
+    ) -> tuple[protocol.Event, list[torch.Tensor]]:
+        """A streamed config's result, asked of the reference worker (trusted code only)."""
+        asking = time.monotonic()
+        where = f"the reference worker of task '{self.task.task_id}'"
+        # As long as the candidate's worker may take for a trial, and the start-up's again
+        # for a slow float64 one on the host.
+        event, tensors = self._ask(order, [], where, STARTUP_S + self.task.spec.timeout_s)
+        self.streamed_s += time.monotonic() - asking
+        return event, tensors
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
         session = _CandidateSession(self, worker)
@@ -830,12 +951,30 @@ class _Evaluation:
         The orchestrator forwards the output's bytes only; the checker's failures are the
         task's, so anything but the one result asked for is the judge's error.
         """
-        worker, check = self.checker, self.task.spec.check
-        assert worker is not None and check is not None
+        check = self.task.spec.check
+        assert check is not None
         where = f"the checker of task '{self.task.task_id}' ({check.file})"
+        event, _ = self._ask(order, tensors, where, self.task.spec.timeout_s)
+        asked = (order.config, order.trial, order.position)
+        if not isinstance(event, protocol.CheckResult):
+            raise JudgeError(f"{where} answered {event.event!r} to the output of {asked}")
+        if (event.config, event.trial, event.position) != asked:
+            raise JudgeError(f"{where} answered about {event.config, event.trial, event.position}")
+        return event
+
+    def _ask(
+        self,
+        order: protocol.CheckOutput | protocol.ReferenceOrder,
+        tensors: list[torch.Tensor],
+        where: str,
+        limit_s: float,
+    ) -> tuple[protocol.Event, list[torch.Tensor]]:
+        """One order to the serving reference worker, and its answer (a judge error if it fails)."""
+        worker = self.serving
+        assert worker is not None, "orders go to the reference worker kept to serve them"
         try:
             write_frame(worker.handle.command_fd, protocol.frame(order), tensors)
-            event, _ = worker.read_event(time.monotonic() + self.task.spec.timeout_s)
+            event, answer = worker.read_event(time.monotonic() + limit_s)
         except (ChannelClosed, BrokenPipeError, ConnectionResetError) as err:
             # Died (the pipe closed on the frame, or the channel after it): a lost worker.
             raise _lost(worker, "reference", err) from err
@@ -843,12 +982,7 @@ class _Evaluation:
             raise _failed(worker, where, err) from err
         if isinstance(event, protocol.WorkerFailed):
             raise JudgeError(f"{where} failed in the reference worker:\n{event.traceback}")
-        asked = (order.config, order.trial, order.position)
-        if not isinstance(event, protocol.CheckResult):
-            raise JudgeError(f"{where} answered {event.event!r} to the output of {asked}")
-        if (event.config, event.trial, event.position) != asked:
-            raise JudgeError(f"{where} answered about {event.config, event.trial, event.position}")
-        return event
+        return event, answer
 
     def _to_time(self, results: dict[str, ConfigResult]) -> list[str]:
         """Configs worth timing: all of them, when every checked config was right."""
@@ -866,7 +1000,6 @@ class _Evaluation:
     ) -> tuple[ConfigResult, str]:
         """The config's result with its timing; a problem that makes the times untrustworthy."""
         summary = event.summary
-        spec = self.task.spec
         pairs = len(summary.candidate_us)
         if len(summary.baseline_us) != pairs or summary.count != pairs or pairs == 0:
             return result, (
@@ -883,69 +1016,11 @@ class _Evaluation:
         # is held to the relative L2 bound over the baseline's error on that very call, and to
         # the reference's NaN/Inf pattern.
         for position in state.sampled:
-            outputs = sampled[position]
-            if spec.check is not None:
-                # The task's checker judges a timed call's output as it judges a trial's, after
-                # the checks no checker may waive.
-                reference = state.samples[position].outputs
-                problems = [
-                    correctness.unchecked_output(
-                        out, want, f"timed call {position}", _compare_device(self.request.device)
-                    )
-                    for out, want in zip(outputs, reference, strict=False)
-                ]
-                problem = next((p for p in problems if p), None)
-                if len(outputs) != len(reference) or problem:
-                    problem = problem or f"timed call {position} returned {len(outputs)} outputs"
-                    wrong = result.model_copy(update={"correct": False, "reason": problem})
-                    return wrong, ""
-                order = protocol.CheckOutput(
-                    command="check",
-                    config=state.config.name,
-                    position=position,
-                    container=state.reference[0].expected.container,
-                )
-                verdict = self.checked(order, outputs)
-                if not verdict.ok:
-                    wrong = result.model_copy(
-                        update={
-                            "correct": False,
-                            "reason": f"timed call {position}: the task's checker refused the "
-                            f"output: {verdict.message} (the kernel computes differently when "
-                            "timed than when checked)",
-                        }
-                    )
-                    return wrong, ""
-                continue
-            sample = state.samples[position]
-            if len(outputs) != len(sample.outputs):
-                return result, f"timed call {position} returned {len(outputs)} outputs"
-            for out, want, base_err in zip(
-                outputs, sample.outputs, sample.baseline_rel_l2, strict=True
-            ):
-                if out.shape != want.shape:
-                    return result, (
-                        f"timed call {position} returned shape {list(out.shape)}, "
-                        f"not {list(want.shape)}"
-                    )
-                bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, base_err)
-                check = correctness.compare(
-                    out,
-                    want,
-                    correctness.ANY_FINITE,
-                    bound,
-                    f"timed call {position}",
-                    _compare_device(self.request.device),
-                )
-                if not check.ok:
-                    wrong = result.model_copy(
-                        update={
-                            "correct": False,
-                            "reason": f"{check.reason} (the output of a timed call is wrong: "
-                            "the kernel computes differently when timed than when checked)",
-                        }
-                    )
-                    return wrong, ""
+            # One at a time, each reference let go before the next is asked for: a streamed
+            # config's are computed on demand, each of them GPU-sized.
+            ended = self._check_sample(state, position, sampled[position], result)
+            if ended is not None:
+                return ended
         disagreement = clock_disagreement(
             summary.baseline_us, summary.candidate_us, walls["baseline"], walls["candidate"]
         )
@@ -978,6 +1053,83 @@ class _Evaluation:
         return result.model_copy(update={"timing": timing_record}), (
             summary.problem or attributed or disagreement
         )
+
+    def _check_sample(
+        self,
+        state: _ConfigState,
+        position: int,
+        outputs: list[torch.Tensor],
+        result: ConfigResult,
+    ) -> tuple[ConfigResult, str] | None:
+        """A sampled timed call's output against its reference; None where it is right.
+
+        Otherwise the config's result and the problem that end its timing's checks.
+        """
+        spec = self.task.spec
+        if spec.check is not None:
+            # The task's checker judges a timed call's output as it judges a trial's, after
+            # the checks no checker may waive.
+            reference = self.reference_sample(state, position).outputs
+            problems = [
+                correctness.unchecked_output(
+                    out, want, f"timed call {position}", _compare_device(self.request.device)
+                )
+                for out, want in zip(outputs, reference, strict=False)
+            ]
+            problem = next((p for p in problems if p), None)
+            if len(outputs) != len(reference) or problem:
+                problem = problem or f"timed call {position} returned {len(outputs)} outputs"
+                wrong = result.model_copy(update={"correct": False, "reason": problem})
+                return wrong, ""
+            order = protocol.CheckOutput(
+                command="check",
+                config=state.config.name,
+                position=position,
+                container=state.expected().container,
+            )
+            del reference  # held one at a time
+            verdict = self.checked(order, outputs)
+            if not verdict.ok:
+                wrong = result.model_copy(
+                    update={
+                        "correct": False,
+                        "reason": f"timed call {position}: the task's checker refused the "
+                        f"output: {verdict.message} (the kernel computes differently when "
+                        "timed than when checked)",
+                    }
+                )
+                return wrong, ""
+            return None
+        sample = self.reference_sample(state, position)
+        if len(outputs) != len(sample.outputs):
+            return result, f"timed call {position} returned {len(outputs)} outputs"
+        for out, want, base_err in zip(
+            outputs, sample.outputs, sample.baseline_rel_l2, strict=True
+        ):
+            if out.shape != want.shape:
+                return result, (
+                    f"timed call {position} returned shape {list(out.shape)}, "
+                    f"not {list(want.shape)}"
+                )
+            bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, base_err)
+            check = correctness.compare(
+                out,
+                want,
+                correctness.ANY_FINITE,
+                bound,
+                f"timed call {position}",
+                _compare_device(self.request.device),
+            )
+            if not check.ok:
+                wrong = result.model_copy(
+                    update={
+                        "correct": False,
+                        "reason": f"{check.reason} (the output of a timed call is wrong: "
+                        "the kernel computes differently when timed than when checked)",
+                    }
+                )
+                return wrong, ""
+        return None
 
 
 class _CandidateSession:
@@ -1100,7 +1252,9 @@ class _CandidateSession:
             if start.config != name:
                 raise _Breach(f"expected the start of config {name}, got {start.config!r}")
             checker = self.ev.checked if self.task.spec.check is not None else None
-            self.current = check = _ConfigCheck(self.task, state, self.ev.request.device, checker)
+            self.current = check = _ConfigCheck(
+                self.task, state, self.ev.request.device, self.ev.reference_trial, checker
+            )
             for index in range(len(state.trials)):
                 waiting = time.monotonic()
                 event, tensors = self._next(timeout, f"config {state.config.label()}")
@@ -1365,9 +1519,16 @@ class _ConfigCheck:
     """Accumulates one config's trial checks into a ConfigResult."""
 
     def __init__(
-        self, task: Task, state: _ConfigState, device: str, checker: _Checker | None = None
+        self,
+        task: Task,
+        state: _ConfigState,
+        device: str,
+        reference: Callable[[_ConfigState, int], _Trial],
+        checker: _Checker | None = None,
     ) -> None:
         self.task = task
+        self.reference = reference
+        """A trial's reference (`_Evaluation.reference_trial`): kept, or streamed."""
         self.checker = checker
         """The task's checker, which then decides the values instead of the comparison."""
         self.state = state
@@ -1390,7 +1551,8 @@ class _ConfigCheck:
         self.trials += 1
         if self.reason:
             return
-        ref = self.state.reference[index]
+        # Let go when the trial is checked: a streamed config's is computed for this trial.
+        ref = self.reference(self.state, index)
         trial = self.state.trials[index]
         where = f"trial {index} ({trial.distribution} inputs)"
         meta_problem = correctness.check_meta(
@@ -1404,7 +1566,7 @@ class _ConfigCheck:
             self._fail(f"{where}: the submission changed its input {names} in place")
             return
         if self.checker is not None:
-            self._task_check(event, tensors, ref.expected, where)
+            self._task_check(event, tensors, ref, where)
             self._check_repeat(event, where)
             return
         n_out = len(ref.outputs)
@@ -1483,17 +1645,17 @@ class _ConfigCheck:
         self,
         event: protocol.CandidateTrial,
         tensors: list[torch.Tensor],
-        expected: protocol.OutputInfo,
+        ref: _Trial,
         where: str,
     ) -> None:
         """The trial's output judged by the task's checker (in the reference worker)."""
         assert self.checker is not None
+        expected = ref.expected
         if len(tensors) != len(expected.items):
             self._fail(
                 f"{where}: the result holds {len(tensors)} tensors, not {len(expected.items)}"
             )
             return
-        ref = self.state.reference[event.trial]
         for i, (out, want) in enumerate(zip(tensors, ref.outputs, strict=False)):
             label = f"output {i}" if len(tensors) > 1 else "output"
             problem = correctness.unchecked_output(out, want, label, _compare_device(self.device))

@@ -495,156 +495,248 @@ def _entry(root: Path, spec: protocol.EntrySpec, module_name: str) -> Callable[.
     return function
 
 
-def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReader) -> bool:
-    """Draw inputs, compute the reference, expected types and the baseline's error.
+class _ReferenceRun:
+    """A judgment's reference computations: the task's code, and one result at a time.
 
     The reference runs on the inputs upcast to float64 (the ground truth), or as drawn in
-    `native` mode. Then, until the orchestrator's `stop`, the worker serves the task's checker
-    if it has one (`_serve_checks`). Returns False where the orchestrator closed the channel
+    `native` mode; beside it, the expected types (the reference on the inputs as drawn) and the
+    baseline's error against it.
+    """
+
+    def __init__(self, request: protocol.WorkerRequest, laps: timing.Laps) -> None:
+        root = Path(request.task_root)
+        self.request = request
+        self.laps = laps
+        self.ref = _entry(root, request.reference, "_gauntlet_reference")
+        self.make = _entry(root, request.inputs, "_gauntlet_inputs")
+        self.base: Callable[..., Any] = self.ref
+        if request.baseline is not None:
+            self.base = _entry(root, request.baseline, "_gauntlet_baseline")
+        self.native_mode = request.reference_mode == "native"
+        self.lift = _clone if self.native_mode else _upcast
+        self.configs = {c.name: c for c in request.configs}
+
+    def sample_inputs(self, config: protocol.ConfigSpec, position: int) -> dict[str, Any]:
+        """A timed call's input: the base input with the call's per-element factors.
+
+        Made exactly as the timing loop makes it, so the float64 reference matches that call.
+        """
+        sample = next(s for s in config.samples if s.position == position)
+        base = _make_inputs(self.request, self.make, config, sample)
+        return timing.perturbed_inputs(base, sample.call_seed)
+
+    def trial_inputs(self, config: protocol.ConfigSpec, index: int) -> dict[str, Any]:
+        """A trial's inputs, drawn from its seed."""
+        return _make_inputs(self.request, self.make, config, config.trials[index])
+
+    def sample(
+        self, config: protocol.ConfigSpec, position: int
+    ) -> tuple[protocol.ReferenceSample, list[torch.Tensor]]:
+        """The reference of a sampled timed call, and the baseline's error on it."""
+        import torch
+
+        laps = self.laps
+        inputs = self.sample_inputs(config, position)
+        laps.lap("inputs")
+        with torch.no_grad():
+            expected64 = _as_tuple(self.ref(*(self.lift(v) for v in inputs.values())))
+            laps.lap("reference")
+            base_out = _as_tuple(self.base(*(_clone(v) for v in inputs.values())))
+        laps.lap("baseline")
+        event = protocol.ReferenceSample(
+            event="sample",
+            config=config.name,
+            position=position,
+            baseline_rel_l2=[_errors(b, e)[0] for b, e in zip(base_out, expected64, strict=True)],
+        )
+        return event, [_for_judge(e, b) for e, b in zip(expected64, base_out, strict=True)]
+
+    def trial(
+        self, config: protocol.ConfigSpec, index: int
+    ) -> tuple[protocol.ReferenceTrial, list[torch.Tensor]]:
+        """The reference of one trial: expected types, outputs, gradients, the baseline's error."""
+        import torch
+
+        request, laps, wrt = self.request, self.laps, self.request.wrt
+        inputs = self.trial_inputs(config, index)
+        unknown = [n for n in request.outputs if n not in inputs]
+        if unknown:
+            raise ValueError(
+                f"[submission] outputs names {unknown}, which {request.inputs.file} does "
+                f"not return (its inputs: {list(inputs)})"
+            )
+        laps.lap("inputs")
+        wide = {k: self.lift(v) for k, v in inputs.items()}
+        for name in wrt:
+            wide[name].requires_grad_(True)
+        with torch.enable_grad() if wrt else torch.no_grad():
+            raw = self.ref(*wide.values())
+            expected64 = _as_tuple(raw)
+        native = raw
+        if not self.native_mode:
+            # The expected types: the reference on the inputs as drawn.
+            native_args = {k: _clone(v) for k, v in inputs.items()}
+            with torch.no_grad():
+                native = self.ref(*native_args.values())
+        laps.lap("reference")
+        base_args = {k: _clone(v) for k, v in inputs.items()}
+        for name in wrt:
+            base_args[name].requires_grad_(True)
+        with torch.enable_grad() if wrt else torch.no_grad():
+            base_out = _as_tuple(self.base(*base_args.values()))
+        base_err, base_abs = _per_output_errors(base_out, expected64)
+        laps.lap("baseline")
+        natives = _as_tuple(native)
+        tensors = [
+            _for_judge(e, natives[i] if i < len(natives) else None)
+            for i, e in enumerate(expected64)
+        ]
+        grad_errs: list[float] = []
+        grad_abs: list[float] = []
+        if wrt:
+            upstream = _upstream(base_out, int(config.trials[index].seed))
+            laps.lap("gradients.upstream")
+            grads64 = torch.autograd.grad(
+                expected64, [wide[n] for n in wrt], [g.to(torch.float64) for g in upstream]
+            )
+            laps.lap("gradients.reference")
+            base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
+            laps.lap("gradients.baseline")
+            grad_errs, grad_abs = _per_output_errors(base_grads, grads64)
+            tensors += [_for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)]
+            laps.lap("gradients.errors")
+        event = protocol.ReferenceTrial(
+            event="reference_trial",
+            config=config.name,
+            trial=index,
+            expected=_describe_output(native),
+            baseline_rel_l2=base_err,
+            baseline_grad_rel_l2=grad_errs,
+            baseline_max_abs=base_abs,
+            baseline_grad_max_abs=grad_abs,
+        )
+        return event, tensors
+
+    def release(self) -> None:
+        """Give the GPU memory the last result held back to the device.
+
+        Between a streamed config's results the candidate runs on the same GPU: what this
+        worker's allocator caches of a GPU-sized float64 reference (tens of GB) would crowd it.
+        """
+        import torch
+
+        if self.request.device != "cpu" and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+
+
+def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReader) -> bool:
+    """Send each config's references, or stream those past the judge's budget.
+
+    Per config, the first trial's reference is computed first: with its sizes, what the config
+    holds on the judge's host is known (its trials and sampled timed calls). Where that, with
+    what was sent before, passes `reference_budget_bytes`, the config is streamed: the worker
+    sends `ReferenceStreamed` instead and computes each of its results only when the judge asks
+    (`_serve_orders`). Then, until the orchestrator's `stop`, it serves those orders and the
+    task's checker if it has one. Returns False where the orchestrator closed the channel
     instead.
     """
-    import torch
-
     laps = timing.Laps()
-    root = Path(request.task_root)
-    ref = _entry(root, request.reference, "_gauntlet_reference")
-    make = _entry(root, request.inputs, "_gauntlet_inputs")
-    base: Callable[..., Any] = ref
-    if request.baseline is not None:
-        base = _entry(root, request.baseline, "_gauntlet_baseline")
-    wrt = request.wrt
-    native_mode = request.reference_mode == "native"
-    lift = _clone if native_mode else _upcast
+    run = _ReferenceRun(request, laps)
     laps.lap("setup")
+    held_bytes = 0
+    streamed: set[str] = set()
     for config in request.configs:
+        first = run.trial(config, 0)
+        trial_bytes = _nbytes(first[1])
+        output_bytes = _nbytes(first[1][: len(first[0].baseline_rel_l2)])
+        needed = trial_bytes * len(config.trials) + output_bytes * len(config.samples)
+        budget = request.reference_budget_bytes
+        if budget and held_bytes + needed > budget:
+            expected = first[0].expected
+            del first  # its tensors: the worker holds one result at a time
+            _send(
+                fd,
+                protocol.ReferenceStreamed(
+                    event="reference_streamed",
+                    config=config.name,
+                    trial_bytes=trial_bytes,
+                    output_bytes=output_bytes,
+                    expected=expected,
+                ),
+            )
+            laps.lap("send")
+            streamed.add(config.name)
+            continue
+        held_bytes += needed
+        _send(fd, *first)
+        laps.lap("send")
+        del first
+        for index in range(1, len(config.trials)):
+            _send(fd, *run.trial(config, index))
+            laps.lap("send")
         for sample in config.samples:
-            # A timed call's input: the base input with the call's per-element factors, made
-            # exactly as the timing loop makes it, so the float64 reference matches that call.
-            inputs = timing.perturbed_inputs(
-                _make_inputs(request, make, config, sample), sample.call_seed
-            )
-            laps.lap("inputs")
-            with torch.no_grad():
-                expected64 = _as_tuple(ref(*(lift(v) for v in inputs.values())))
-                laps.lap("reference")
-                base_out = _as_tuple(base(*(_clone(v) for v in inputs.values())))
-            laps.lap("baseline")
-            _send(
-                fd,
-                protocol.ReferenceSample(
-                    event="sample",
-                    config=config.name,
-                    position=sample.position,
-                    baseline_rel_l2=[
-                        _errors(b, e)[0] for b, e in zip(base_out, expected64, strict=True)
-                    ],
-                ),
-                [_for_judge(e, b) for e, b in zip(expected64, base_out, strict=True)],
-            )
+            _send(fd, *run.sample(config, sample.position))
             laps.lap("send")
-        for index, trial in enumerate(config.trials):
-            inputs = _make_inputs(request, make, config, trial)
-            unknown = [n for n in request.outputs if n not in inputs]
-            if unknown:
-                raise ValueError(
-                    f"[submission] outputs names {unknown}, which {request.inputs.file} does "
-                    f"not return (its inputs: {list(inputs)})"
-                )
-            laps.lap("inputs")
-            wide = {k: lift(v) for k, v in inputs.items()}
-            for name in wrt:
-                wide[name].requires_grad_(True)
-            with torch.enable_grad() if wrt else torch.no_grad():
-                raw = ref(*wide.values())
-                expected64 = _as_tuple(raw)
-            native = raw
-            if not native_mode:
-                # The expected types: the reference on the inputs as drawn.
-                native_args = {k: _clone(v) for k, v in inputs.items()}
-                with torch.no_grad():
-                    native = ref(*native_args.values())
-            laps.lap("reference")
-            base_args = {k: _clone(v) for k, v in inputs.items()}
-            for name in wrt:
-                base_args[name].requires_grad_(True)
-            with torch.enable_grad() if wrt else torch.no_grad():
-                base_out = _as_tuple(base(*base_args.values()))
-            base_err, base_abs = _per_output_errors(base_out, expected64)
-            laps.lap("baseline")
-            natives = _as_tuple(native)
-            tensors = [
-                _for_judge(e, natives[i] if i < len(natives) else None)
-                for i, e in enumerate(expected64)
-            ]
-            grad_errs: list[float] = []
-            grad_abs: list[float] = []
-            if wrt:
-                upstream = _upstream(base_out, int(trial.seed))
-                laps.lap("gradients.upstream")
-                grads64 = torch.autograd.grad(
-                    expected64, [wide[n] for n in wrt], [g.to(torch.float64) for g in upstream]
-                )
-                laps.lap("gradients.reference")
-                base_grads = torch.autograd.grad(base_out, [base_args[n] for n in wrt], upstream)
-                laps.lap("gradients.baseline")
-                grad_errs, grad_abs = _per_output_errors(base_grads, grads64)
-                tensors += [_for_judge(g, inputs[n]) for g, n in zip(grads64, wrt, strict=True)]
-                laps.lap("gradients.errors")
-            _send(
-                fd,
-                protocol.ReferenceTrial(
-                    event="reference_trial",
-                    config=config.name,
-                    trial=index,
-                    expected=_describe_output(native),
-                    baseline_rel_l2=base_err,
-                    baseline_grad_rel_l2=grad_errs,
-                    baseline_max_abs=base_abs,
-                    baseline_grad_max_abs=grad_abs,
-                ),
-                tensors,
-            )
-            laps.lap("send")
+    if streamed:
+        run.release()
     _send(fd, protocol.Done(event="done", phases=laps.totals))
-    return _serve_checks(request, fd, commands, make)
+    return _serve_orders(request, fd, commands, run, streamed)
 
 
-def _serve_checks(
-    request: protocol.WorkerRequest, fd: int, commands: FrameReader, make: Callable[..., Any]
+def _serve_orders(
+    request: protocol.WorkerRequest,
+    fd: int,
+    commands: FrameReader,
+    run: _ReferenceRun,
+    streamed: set[str],
 ) -> bool:
-    """Judge candidate outputs with the task's checker until the orchestrator's `stop`.
+    """Serve the judge until its `stop`: streamed configs' results, the task's checker.
 
-    The checker is task code, so it runs here, in the trusted process, on inputs rebuilt from
-    the trial's seed (or the sampled timed call's), never on anything of the candidate's but
-    the output bytes the orchestrator forwards. Without a checker only `stop` may come.
-    Returns False where the orchestrator closed the channel instead.
+    A streamed config's result is computed when asked (`ReferenceOrder`) and sent, then
+    dropped. The checker is task code, so it runs here, in the trusted process, on inputs
+    rebuilt from the trial's seed (or the sampled timed call's), never on anything of the
+    candidate's but the output bytes the orchestrator forwards. Without a checker or a
+    streamed config only `stop` may come. Returns False where the orchestrator closed the
+    channel instead.
     """
     import torch
 
     check = None
     if request.check is not None:
         check = _entry(Path(request.task_root), request.check, "_gauntlet_check")
-    configs = {c.name: c for c in request.configs}
     while True:
         try:
             header, tensors = commands.read(None)
         except ChannelClosed:
             return False
-        order = protocol.parse_check(header)
+        order = protocol.parse_order(header)
         if isinstance(order, protocol.Command):
             if order.command != "stop":
                 raise ValueError(f"a reference worker was told to '{order.command}'")
             return True
+        config = run.configs[order.config]
+        if isinstance(order, protocol.ReferenceOrder):
+            if order.config not in streamed:
+                raise ValueError(f"asked for a reference of config {order.config}, not streamed")
+            if order.trial is not None:
+                _send(fd, *run.trial(config, order.trial))
+            elif order.position is not None:
+                _send(fd, *run.sample(config, order.position))
+            else:
+                raise ValueError(f"asked for a reference of config {order.config}, but which?")
+            run.release()
+            continue
         if check is None:
             raise ValueError(f"an output to check, and '{request.task_root}' has no checker")
-        config = configs[order.config]
         if order.trial is not None:
-            inputs = _make_inputs(request, make, config, config.trials[order.trial])
+            inputs = run.trial_inputs(config, order.trial)
         else:
-            sample = next(s for s in config.samples if s.position == order.position)
-            inputs = timing.perturbed_inputs(
-                _make_inputs(request, make, config, sample), sample.call_seed
-            )
+            assert order.position is not None, "a checked output is a trial's or a timed call's"
+            inputs = run.sample_inputs(config, order.position)
         try:
             # Copies on the judged device: the checker may write, and the frame's bytes are
             # shared. An output that cannot be copied there is refused like one the checker
