@@ -19,7 +19,8 @@ the same way (e.g. an imported KernelBench task with a KernelBench kernel:
 candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
 warm full protocol, and how the judgments' candidate workers came (`spare`: imported when
 taken; `spare importing`: taken before its imports were done, so the judgment waited for
-them; `new`: no spare). On a GPU the timing's columns say where a timed call's host time goes
+them; `new`: no spare; and the median seconds a spare's imports took). On a GPU the timing's
+columns say where a timed call's host time goes
 (`timing.pairs.*`: fresh inputs, queueing the call, waiting for the device, waiting for the
 judge's go-ahead, sending sampled outputs: staging them to the host, then in a memory file or
 inline on the socket; `timing.judge*`: the judge's own share), with the
@@ -111,6 +112,15 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
     shown = f"{speedup:.3f}" if speedup is not None else "-"
     came = Counter(v.environment.get("candidate_worker", "-") for v in verdicts)
     candidates = ", ".join(f"{origin} {n}" for origin, n in sorted(came.items()))
+    imports_s = [
+        float(v.environment["candidate_imports_s"])
+        for v in verdicts
+        if "candidate_imports_s" in v.environment
+    ]
+    if imports_s:
+        # How long a candidate spare's imports took (beside the judgments): what sizes the
+        # spares a loop needs ahead, against the wall per candidate.
+        candidates += f" (spares imported in {statistics.median(imports_s):.1f} s)"
     calls = statistics.median(_timed_calls(v) for v in verdicts)
     # Milliseconds of `timing.pairs` per timed call, and of them the device's (the wait for it)
     # and the sampled outputs': the rest is the host's own per call.

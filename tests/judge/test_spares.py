@@ -327,6 +327,7 @@ def test_back_to_back_judgments_through_a_warm_judge_wait_for_no_imports(tmp_pat
     assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
     # Each candidate came from a spare that had reported its imports done when taken.
     assert [v.environment["candidate_worker"] for v in verdicts] == ["spare", "spare"]
+    assert all(float(v.environment["candidate_imports_s"]) > 0 for v in verdicts)
     assert verdicts[0].environment["reference_worker"] == "spare"
     if spares.confine.available() is None:
         assert verdicts[1].environment["reference_worker"] == "kept"

@@ -225,6 +225,8 @@ class Imported(_Frame):
     """Its session's autogroup was at nice 19 while it imported (`priority.py`)."""
     lowered_idle: bool
     """Its working thread imported under `SCHED_IDLE`."""
+    import_s: Annotated[float, Field(ge=0)]
+    """Seconds its imports took (lowered, beside whatever else the machine ran)."""
 
 
 class Loaded(_Frame):

@@ -382,7 +382,8 @@ class _Evaluation:
         time."""
         self.workers_came: dict[str, str] = {}
         """How each worker came, per `reference_worker` and `candidate_worker` (recorded in the
-        verdict's environment): `spares.Spare.origin`, or 'new' (started by the judgment)."""
+        verdict's environment): `spares.Spare.origin`, or 'new' (started by the judgment); and
+        a fresh spare's `{role}_imports_s`, the seconds its imports took."""
 
     def _confinement(self) -> confine.Confinement | None:
         """What the candidate's process may see, or None where this machine cannot confine.
@@ -683,6 +684,10 @@ class _Evaluation:
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
             }
+            for worker, role in ((reference, "reference"), (candidate, "candidate")):
+                if worker is not None and worker.imported is not None:
+                    # How long a spare's imports take here sizes the spares kept ahead.
+                    self.workers_came[f"{role}_imports_s"] = f"{worker.imported.import_s:.2f}"
             self.hold = _device_hold(self.task, self.states, self.request.device)
             with self.hold or contextlib.nullcontext():
                 if self.hold is not None:
@@ -1756,6 +1761,8 @@ class _Worker:
         """The pool the spare came from, which takes it back."""
         self._early: tuple[protocol.Event, list[torch.Tensor]] | Exception | None = None
         """What came instead of 'ready' (a frame or the channel's error), for the next read."""
+        self.imported: protocol.Imported | None = None
+        """A spare's report that its imports were done, where this judgment read it."""
         self.send(request)
 
     @classmethod
@@ -1799,6 +1806,7 @@ class _Worker:
         try:
             frame = self.read_event(deadline)
             if isinstance(frame[0], protocol.Imported):
+                self.imported = frame[0]
                 frame = self.read_event(deadline)
         except ChannelClosed as err:
             raise _lost(self, role, err) from err

@@ -1607,6 +1607,7 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
     # Nothing the submission starts may inherit either end of the judge's channel.
     os.set_inheritable(request_fd, False)
     os.set_inheritable(result_fd, False)
+    importing = time.monotonic()
     if spare is not None:
         spare.lower()
     _import_trusted(device, ahead)
@@ -1620,6 +1621,7 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
                 event="imported",
                 lowered_autogroup=lowered is not None and lowered.autogroup_nice is not None,
                 lowered_idle=lowered is not None and lowered.idle,
+                import_s=time.monotonic() - importing,
             ),
         )
     commands = FrameReader(request_fd)
