@@ -258,6 +258,9 @@ class SparePool:
             return False
         while True:
             with self._lock:
+                # (One that died is dropped, and the filler told to start another.)
+                self._drop_dead()
+                self._wake.notify_all()
                 importing = [s for s in self._spares if s.device == device and not s.imported()]
             left = deadline - time.monotonic()
             if not importing or left <= 0:
