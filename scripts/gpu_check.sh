@@ -98,6 +98,9 @@
 #                        --judges 1: one judgment at a time, the figure to compare with)
 #   DEVICE=cuda:0        the device of the autotune and search steps (DEVICE=sim:npu with an
 #                        accelerator task tries the steps on a machine without a GPU)
+#   PACK_FILES=7         more files than this under OUT_DIR at the end are packed into
+#                        OUT_DIR/results.tar.gz (summary.txt stays): a device call brings back
+#                        8 files at most; with two gpu_check.sh runs in one call, set 3
 #   STEP_TIMEOUT=0       stop each pytest, evidence, cost, bench, ray, kb, kbimport, kbcompat,
 #                        autotune or search step after this many seconds (0: never) and go on
 #                        to the next; what a step printed so far is in its log under OUT_DIR (a
@@ -293,5 +296,15 @@ for step in "${steps[@]}"; do
             echo "gpu_check: unknown step '$step'" >&2; status=2 ;;
     esac
 done
+# A device call brings back at most 8 files (and none deeper than two folders): past
+# PACK_FILES, everything but summary.txt goes into one results.tar.gz, so nothing is dropped.
+files=$(find "$out" -type f ! -name summary.txt | wc -l)
+if [ "$files" -gt "${PACK_FILES:-7}" ]; then
+    if (cd "$out" && find . -type f ! -name summary.txt ! -name results.tar.gz -print0 \
+            | tar --null -czf results.tar.gz -T - --remove-files); then
+        find "$out" -mindepth 1 -type d -empty -delete
+        echo "gpu_check: $files files packed into $out/results.tar.gz" | tee -a "$out/summary.txt"
+    fi
+fi
 echo "gpu_check: exit $status $(date -u +%H:%M:%S)" | tee -a "$out/summary.txt"
 exit $status
