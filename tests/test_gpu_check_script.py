@@ -1,0 +1,52 @@
+"""scripts/gpu_check.sh's handling of what a device call brings back (its steps need a GPU)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.sh"
+
+
+def _run(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    # This interpreter first on PATH: the script's `python3` must find pydantic, as on the device.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", str(SCRIPT), str(out), "no-such-step"],
+        env={**os.environ, "PATH": path, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_files_past_what_a_device_call_brings_back_are_packed_and_none_is_lost(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    (out / "kbimport").mkdir(parents=True)
+    for i in range(6):
+        (out / "kbimport" / f"part{i}.jsonl").write_text(f"{i}\n")
+    (out / "kb.log").write_text("log\n")
+    (out / "kb.md").write_text("table\n")
+    finished = _run(out)
+    assert finished.returncode == 2, finished.stderr  # the unknown step
+    assert sorted(p.name for p in out.iterdir()) == ["results.tar.gz", "summary.txt"]
+    with tarfile.open(out / "results.tar.gz") as packed:
+        names = sorted(Path(n).as_posix().removeprefix("./") for n in packed.getnames())
+    assert [n for n in names if "." in Path(n).name] == sorted(
+        [f"kbimport/part{i}.jsonl" for i in range(6)] + ["kb.log", "kb.md"]
+    )
+    assert "packed into" in (out / "summary.txt").read_text()
+
+
+def test_a_call_within_the_limit_keeps_its_files_as_they_are(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "kb.md").write_text("table\n")
+    assert _run(out, PACK_FILES="3").returncode == 2
+    assert sorted(p.name for p in out.iterdir()) == ["kb.md", "summary.txt"]
