@@ -30,7 +30,9 @@ whom to kill, finds some other process (the judge). With `shared_memory_bytes`, 
 `/tmp` and `/dev/shm` are each a tmpfs of that size (a write past it fails with `ENOSPC`) and
 its IPC namespace's System V segments hold at most that much in all (`kernel.shmall`,
 `kernel.shmmax`). A memory file (`memfd_create`) is bounded by the caller, per file
-(`RLIMIT_FSIZE`): only a memory cgroup would bound them all, and this launcher makes none.
+(`RLIMIT_FSIZE`). This launcher makes no memory cgroup, which would bound them all; the judge
+puts a GPU candidate's confined tree in one of its own where the machine allows it
+(`gauntlet.memcg`), since its cap, the data segment, counts no shared mapping either.
 
 Signals `FORWARDED_SIGNALS` sent to the launcher are passed on to the command. File descriptors
 the caller passes stay open into the command. A setup failure prints one line,

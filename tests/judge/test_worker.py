@@ -346,7 +346,7 @@ def test_the_memory_cap_is_the_tasks_limit_past_what_it_already_counts(
     # The address space on the CPU; on a GPU, where CUDA reserves virtual ranges of many GiB,
     # the data segment (heap and private writable mappings), which the imports fill in part.
     before = _status_bytes(counted)
-    cap_kind, cap_bytes = worker.memory_cap(device, 1 << 30)
+    cap_kind, cap_bytes = worker.memory_cap(protocol.MEMORY_CAPS[device], 1 << 30)
     after = _status_bytes(counted)
     assert cap_kind == kind
     assert min(before, after) <= cap_bytes - (1 << 30) <= max(before, after)
@@ -359,7 +359,7 @@ GPU_CAPPED = """
 import errno, json, os, resource
 from gauntlet.judge import worker
 
-worker._cap_memory("cuda", 256 << 20)
+worker._cap_memory("data_segment", 256 << 20)
 worker._bound_memory_files()
 cap = resource.getrlimit(resource.RLIMIT_DATA)
 found = {"cap": cap, "address_space": resource.getrlimit(resource.RLIMIT_AS)[1]}
@@ -382,8 +382,8 @@ print(json.dumps(found))
 
 
 def test_a_gpu_candidates_cap_refuses_host_memory_and_memory_files_past_it() -> None:
-    # The same limits a GPU candidate gets (`worker._cap_memory` with `cuda`), in a process
-    # of their own: they are set hard, for good. No GPU is needed to set or to test them.
+    # The same limits a GPU candidate gets (`worker._cap_memory` of its data segment), in a
+    # process of their own: they are set hard, for good. No GPU is needed to set or test them.
     ran = subprocess.run(
         [sys.executable, "-c", GPU_CAPPED],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},

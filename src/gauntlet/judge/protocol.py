@@ -31,6 +31,20 @@ BREACH_EXIT = 97
 MAX_ITEMS = 64
 MAX_SAMPLES = 64
 
+#: The resource limit that caps a worker's host memory (`worker.memory_cap`): its address space
+#: (`RLIMIT_AS`, every mapping) or its data segment (`RLIMIT_DATA`, the heap and private writable
+#: mappings only).
+MemoryCap = Literal["address_space", "data_segment"]
+#: The cap of a candidate on each device. On a GPU the address space cannot be used (CUDA
+#: reserves virtual ranges of many GiB as it starts); what the data segment does not count
+#: (shared mappings, pinned memory) is counted by a memory cgroup where the machine lets the
+#: judge make one (`memcg.py`), given to every candidate whose cap is its data segment.
+MEMORY_CAPS: dict[str, MemoryCap] = {
+    "cpu": "address_space",
+    "cuda": "data_segment",
+    "rocm": "data_segment",
+}
+
 
 class _Frame(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -115,6 +129,8 @@ class WorkerRequest(_Frame):
     """Host memory the worker may add past its trusted imports (0: no cap): the task's
     `memory_limit_mb`, for a candidate on any device (`worker.memory_cap`), for the reference on
     the CPU only."""
+    memory_cap: MemoryCap = "address_space"
+    """What `memory_limit_bytes` limits (`MEMORY_CAPS`: the judge picks it by device)."""
     prebuilt: str | None = None
     """The folder of the CUDA build's run manifest: both roles load prebuilt units from it (the
     reference worker only the task's own, since it never imports the submission)."""
@@ -211,6 +227,9 @@ class Ready(_Frame):
     """Trusted imports done; the worker waits for `start` (the GPU is untouched so far)."""
 
     event: Literal["ready"]
+    memory_cap_bytes: int = Field(default=0, ge=0)
+    """The worker's memory cap as set (`worker.memory_cap`; 0: none), which sizes a candidate's
+    memory cgroup."""
 
 
 class Imported(_Frame):

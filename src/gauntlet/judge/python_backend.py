@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from gauntlet import confine, process, settings
+from gauntlet import confine, memcg, process, settings
 from gauntlet.errors import JudgeError, WorkerLost
 from gauntlet.judge import (
     attribution,
@@ -368,6 +368,9 @@ class _Evaluation:
         self.tmp = request.workdir / "worker-tmp"
         self.containment = ""
         """How the candidate's process was confined (recorded in the verdict's environment)."""
+        self.memory_cgroup = ""
+        """The candidate's memory cgroup, or why it has none (recorded in the verdict's
+        environment; `_contain_memory`)."""
         artifact = request.build.artifact
         self.serving: _Worker | None = None
         """The reference worker, once its references are in, where it serves the judgment on
@@ -404,6 +407,48 @@ class _Evaluation:
         )
         self.containment = self._containment(confined)
         return confined
+
+    def _contain_memory(self, candidate: _Worker) -> None:
+        """Move the candidate's processes into a memory cgroup of their own, before its start.
+
+        Given to a candidate whose cap is its data segment (a GPU's, `protocol.MEMORY_CAPS`),
+        which counts no shared mapping and no pinned memory: the cgroup counts every page its
+        processes touch, and the kernel kills one of them, not the judge, past its limit. Not
+        to a CPU candidate: its address space counts every mapping already, and the memory it
+        can hold outside (tmpfs, System V, memory files) is bounded apart (`worker`,
+        `confine`); a cgroup would add only the page cache of the files it reads, which the
+        kernel reclaims rather than kills for.
+
+        Its limit is the worker's cap as set (`protocol.Ready.memory_cap_bytes`: the task's
+        limit plus the data segment its trusted imports hold). The cgroup counts only what its
+        processes touch once moved in (charges stay where they were made), so the imports'
+        share is room for what the trusted runtime takes after the start and the data segment
+        does not count: the CUDA context, the driver's pinned buffers, a compiler's processes.
+        Where no cgroup can be made, why is recorded and the judgment goes on without one.
+        """
+        cap = protocol.MEMORY_CAPS[self.request.device.split(":")[0]]
+        ready = candidate.ready
+        if cap != "data_segment":
+            self.memory_cgroup = "none: the address space caps the candidate"
+            return
+        if ready is None or not ready.memory_cap_bytes:
+            # It sent something else than 'ready' (read next, as its failure), or has no cap.
+            self.memory_cgroup = "none: the candidate has no memory cap"
+            return
+        try:
+            cgroup = memcg.MemoryCgroup.create(ready.memory_cap_bytes)
+        except memcg.CgroupUnavailable as err:
+            self.memory_cgroup = f"none: {err}"
+            return
+        candidate.memory = cgroup
+        try:
+            cgroup.admit_tree(candidate.child.pid)
+        except OSError as err:
+            raise JudgeError(
+                f"cannot put the candidate of '{self.task.task_id}' in its memory cgroup "
+                f"'{cgroup.path}': {err}"
+            ) from err
+        self.memory_cgroup = str(cgroup)
 
     @staticmethod
     def _containment(confined: confine.Confinement | None) -> str:
@@ -525,6 +570,7 @@ class _Evaluation:
                 if role == "candidate" or self.request.device == "cpu"
                 else 0
             ),
+            memory_cap=protocol.MEMORY_CAPS[self.request.device.split(":")[0]],
             # Without it the reference worker rebuilt a CUDA baseline on every judgment (24 s
             # of its setup for cuda2cuda/matmul on an H200).
             prebuilt=str(build.artifact) if spec.submission.language == "cuda" else None,
@@ -684,6 +730,7 @@ class _Evaluation:
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
             }
+            self._contain_memory(candidate)
             for worker, role in ((reference, "reference"), (candidate, "candidate")):
                 if worker is not None and worker.imported is not None:
                     # How long a spare's imports take here sizes the spares kept ahead.
@@ -722,6 +769,7 @@ class _Evaluation:
                     reference = None
             evaluation.phases_s = {**phases, **evaluation.phases_s}
             evaluation.environment["containment"] = self.containment
+            evaluation.environment["memory_cgroup"] = self.memory_cgroup
             evaluation.environment.update(self.workers_came)
             return evaluation
         finally:
@@ -1199,6 +1247,16 @@ class _CandidateSession:
                     "rejected",
                     "the submission's process was stopped reaching around the judge during "
                     f"{where}: {said[-1][:300] if said else 'no message'}",
+                ) from None
+            memory = self.worker.memory
+            if memory is not None and memory.oom_kills():
+                raise _Ended(
+                    "crash",
+                    f"the submission's process was killed past its memory cap during {where}: "
+                    f"its processes may touch {memory.limit_bytes >> 20} MiB of host memory in "
+                    f"all, shared mappings and pinned memory included (the task's "
+                    f"memory_limit_mb, {self.task.spec.memory_limit_mb} MiB, plus what its "
+                    "trusted imports hold)",
                 ) from None
             how = (
                 f"was killed by {finished.signal_name}"
@@ -1763,6 +1821,10 @@ class _Worker:
         """What came instead of 'ready' (a frame or the channel's error), for the next read."""
         self.imported: protocol.Imported | None = None
         """A spare's report that its imports were done, where this judgment read it."""
+        self.ready: protocol.Ready | None = None
+        """Its report that it waits to be started (`await_ready`), once read."""
+        self.memory: memcg.MemoryCgroup | None = None
+        """A candidate's memory cgroup, removed with it (`_Evaluation._contain_memory`)."""
         self.send(request)
 
     @classmethod
@@ -1819,7 +1881,9 @@ class _Worker:
         except (ProtocolError, protocol.BadFrame) as err:
             self._early = err
             return
-        if not isinstance(frame[0], protocol.Ready):
+        if isinstance(frame[0], protocol.Ready):
+            self.ready = frame[0]
+        else:
             self._early = frame
 
     def read_event(self, deadline: float | None) -> tuple[protocol.Event, list[torch.Tensor]]:
@@ -1841,9 +1905,17 @@ class _Worker:
         return self.handle.finish(grace_s)
 
     def close(self) -> None:
-        """Stop the worker (a spare's slot goes with it; a kept one was given back already)."""
-        if self.spare is not None:
-            assert self.pool is not None, "a spare comes with its pool (`adopt`)"
-            self.pool.give_back(self.spare, None)
-        else:
-            self.handle.close()
+        """Stop the worker (a spare's slot goes with it; a kept one was given back already).
+
+        Its memory cgroup goes after it, with whatever its processes left in it.
+        """
+        try:
+            if self.spare is not None:
+                assert self.pool is not None, "a spare comes with its pool (`adopt`)"
+                self.pool.give_back(self.spare, None)
+            else:
+                self.handle.close()
+        finally:
+            if self.memory is not None:
+                self.memory.remove()
+                self.memory = None

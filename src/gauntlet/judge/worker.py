@@ -1039,39 +1039,40 @@ def _data_bytes() -> int:
     raise OSError("/proc/self/status has no VmData line")
 
 
-#: The limit that caps a candidate's host memory on each device. On the CPU its address space,
-#: which counts everything it maps. On a GPU that cannot be used (CUDA reserves virtual ranges
-#: of many GiB as it starts), so its data segment: the heap and private writable mappings
-#: (host tensors, NumPy arrays, Python objects). Measured on an H200: CUDA, cuBLAS, Triton,
-#: `torch.compile` and the profiler all work under it, and a host allocation past it fails;
-#: what it does not count (pinned memory from `cudaHostAlloc`, shared mappings) is in
-#: tests/exploits/README.md, known limits. ROCm taken to be as CUDA (not measured).
-MEMORY_CAPS = {
-    "cpu": resource.RLIMIT_AS,
-    "cuda": resource.RLIMIT_DATA,
-    "rocm": resource.RLIMIT_DATA,
+#: The resource limit of each cap (`protocol.MEMORY_CAPS` gives a candidate's by device). On the
+#: CPU its address space, which counts everything it maps. On a GPU that cannot be used (CUDA
+#: reserves virtual ranges of many GiB as it starts), so its data segment: the heap and private
+#: writable mappings (host tensors, NumPy arrays, Python objects). Measured on an H200: CUDA,
+#: cuBLAS, Triton, `torch.compile` and the profiler all work under it, and a host allocation
+#: past it fails; what it does not count (pinned memory from `cudaHostAlloc`, shared mappings)
+#: the candidate's memory cgroup counts, where the machine allows one (`memcg.py`;
+#: tests/exploits/README.md, known limits). ROCm taken to be as CUDA (not measured).
+MEMORY_CAPS: dict[protocol.MemoryCap, int] = {
+    "address_space": resource.RLIMIT_AS,
+    "data_segment": resource.RLIMIT_DATA,
 }
 
 #: What each cap counts, measured now.
 _IN_USE = {resource.RLIMIT_AS: _mapped_bytes, resource.RLIMIT_DATA: _data_bytes}
 
 
-def memory_cap(device: str, limit_bytes: int) -> tuple[int, int]:
-    """The resource limit that caps a candidate's host memory on `device`, and its value.
+def memory_cap(cap: protocol.MemoryCap, limit_bytes: int) -> tuple[int, int]:
+    """The resource limit of `cap` that caps a candidate's host memory, and its value.
 
     The value is the task's limit on top of what the limit already counts (the trusted imports:
     a CUDA build of PyTorch maps gigabytes of libraries a CPU judgment never touches, and holds
     1.4 GB of data segment after `import torch`), so a task's limit is what its candidate may
     add, the same on any machine.
     """
-    kind = MEMORY_CAPS[device]
+    kind = MEMORY_CAPS[cap]
     return kind, limit_bytes + _IN_USE[kind]()
 
 
-def _cap_memory(device: str, limit_bytes: int) -> None:
-    """Cap this process's host memory (`memory_cap`), soft and hard: no raising it again."""
-    kind, limit = memory_cap(device, limit_bytes)
+def _cap_memory(cap: protocol.MemoryCap, limit_bytes: int) -> int:
+    """Cap this process's host memory (`memory_cap`), soft and hard; the cap's value."""
+    kind, limit = memory_cap(cap, limit_bytes)
     resource.setrlimit(kind, (limit, limit))
+    return limit
 
 
 #: Descriptors a candidate on a memory cap may open beyond the highest the worker holds when
@@ -1630,16 +1631,18 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
         return _serve_references(request, device, result_fd, commands)
     if request.device != device:
         raise SystemExit(f"worker: started for {device}, asked to run on {request.device}")
+    cap_bytes = 0
     if request.memory_limit_bytes:
         # Set here rather than at the process's start, so one spare serves any task's limit.
         # Memory held in files, outside the cap, is bounded from it just before the submission
         # loads (`_bound_memory_files`).
-        _cap_memory(device, request.memory_limit_bytes)
+        cap_bytes = _cap_memory(request.memory_cap, request.memory_limit_bytes)
     _load_prebuilt(request)
     trusted = _Trusted()
     try:
-        # Imports done and the GPU untouched: the judge starts the role once it holds the GPU.
-        _send(result_fd, protocol.Ready(event="ready"))
+        # Imports done and the GPU untouched: the judge starts the role once it holds the GPU
+        # (and has moved this process into its memory cgroup, sized from the cap).
+        _send(result_fd, protocol.Ready(event="ready", memory_cap_bytes=cap_bytes))
         command = protocol.parse_command(commands.read(None)[0])
         if command.command != "start":
             return 0
