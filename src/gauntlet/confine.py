@@ -32,7 +32,8 @@ its IPC namespace's System V segments hold at most that much in all (`kernel.shm
 `kernel.shmmax`). A memory file (`memfd_create`) is bounded by the caller, per file
 (`RLIMIT_FSIZE`). This launcher makes no memory cgroup, which would bound them all; the judge
 puts a GPU candidate's confined tree in one of its own where the machine allows it
-(`gauntlet.memcg`), since its cap, the data segment, counts no shared mapping either.
+(`gauntlet.memcg`; off by default, `settings.MEMORY_CGROUP`), since its cap, the data
+segment, counts no shared mapping either.
 
 Signals `FORWARDED_SIGNALS` sent to the launcher are passed on to the command. File descriptors
 the caller passes stay open into the command. A setup failure prints one line,

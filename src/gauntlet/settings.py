@@ -29,6 +29,14 @@ JUDGMENTS_PER_GPU = max(1, int(os.environ.get("GAUNTLET_JUDGMENTS_PER_GPU", "3")
 #: holds whole: configs past it are streamed (tests force it low on the CPU to do so).
 REFERENCE_BYTES = int(os.environ.get("GAUNTLET_REFERENCE_BYTES", "0"))
 
+#: Whether a GPU candidate's processes get a memory cgroup (`memcg.py`, on: "on"). Off by
+#: default until it has run on a GPU: its limit is the candidate's data-segment cap, and the
+#: candidate's outputs leave it through pinned staging memory and memory files that the cgroup
+#: charges to it (not its data segment), so an honest kernel with outputs larger than the cap
+#: (`tests/gpu/test_judge_cuda.py`'s 1.25 GiB output, KernelBench L1/23's 6.4 GB) would be
+#: killed. Off, the candidate's shared mappings stay uncounted (a known hole, README.md).
+MEMORY_CGROUP = os.environ.get("GAUNTLET_MEMORY_CGROUP", "off") == "on"
+
 #: Names of the variables read elsewhere (each module reads its own at the point of use).
 API_KEY_ENV = "OPENAI_API_KEY"
 """The key of the OpenAI-compatible endpoint the `toolcall` agent talks to."""

@@ -431,6 +431,9 @@ class _Evaluation:
         if cap != "data_segment":
             self.memory_cgroup = "none: the address space caps the candidate"
             return
+        if not settings.MEMORY_CGROUP:
+            self.memory_cgroup = "none: off (GAUNTLET_MEMORY_CGROUP=on; settings.MEMORY_CGROUP)"
+            return
         if ready is None or not ready.memory_cap_bytes:
             # It sent something else than 'ready' (read next, as its failure), or has no cap.
             self.memory_cgroup = "none: the candidate has no memory cap"
