@@ -183,3 +183,13 @@ def test_a_comparison_on_the_gpu_of_host_tensors_is_the_hosts() -> None:
     assert correctness.unchecked_output(cand, ref.to(torch.float32), "out", "cuda:0") == (
         correctness.unchecked_output(cand, ref.to(torch.float32), "out")
     )
+
+
+def test_a_comparison_says_how_long_moving_its_tensors_took() -> None:
+    ref = torch.linspace(-1.0, 1.0, 1 << 16, dtype=torch.float64)
+    chunked = correctness.compare(
+        ref.to(torch.float32), ref, correctness.ANY_FINITE, 1e-3, "out", chunk_elements=1 << 12
+    )
+    assert chunked.ok
+    # Sixteen chunks, each widened (float32 to float64): time, counted apart from the arithmetic.
+    assert chunked.moved_s > 0.0

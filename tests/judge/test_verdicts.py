@@ -71,6 +71,8 @@ def test_verdict_records_where_its_time_went(tmp_path: Path) -> None:
         assert name in phases and phases[name] >= 0.0, phases
     steps = sum(v for k, v in phases.items() if k.startswith("reference."))
     assert steps <= phases["reference"] + 0.05
+    # Of the judge's comparisons, the moves of outputs and references (a GPU's copies).
+    assert 0.0 < phases["compare.moved"] <= phases["compare"], phases
 
 
 def test_verdict_records_the_wait_for_the_devices_lock(

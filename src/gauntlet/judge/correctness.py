@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,9 @@ class Comparison:
     rel_l2_err: float
     rel_l2_bound: float
     match_fraction: float
+    moved_s: float = 0.0
+    """Seconds spent moving the two tensors to the comparing device and widening them there
+    (host-to-GPU copies of the outputs and references, for a GPU; the rest is the arithmetic)."""
 
 
 def rel_l2_bound(spec: ToleranceSpec, dtype: str, baseline_rel_l2: float) -> float:
@@ -129,7 +133,14 @@ def compare(
             f"{wrong} of {max(total, 1)} elements wrong"
         )
         return Comparison(
-            False, reason, tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction
+            False,
+            reason,
+            tally.max_abs,
+            tally.max_rel,
+            rel_l2,
+            l2_bound,
+            match_fraction,
+            tally.moved_s,
         )
     if rel_l2 > l2_bound:
         reason = (
@@ -137,9 +148,18 @@ def compare(
             "(the baseline's own error times the task's margin): lower precision than allowed?"
         )
         return Comparison(
-            False, reason, tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction
+            False,
+            reason,
+            tally.max_abs,
+            tally.max_rel,
+            rel_l2,
+            l2_bound,
+            match_fraction,
+            tally.moved_s,
         )
-    return Comparison(True, "", tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction)
+    return Comparison(
+        True, "", tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction, tally.moved_s
+    )
 
 
 @dataclass
@@ -154,6 +174,8 @@ class _Tally:
     """L2 norms so far, combined chunk by chunk with `math.hypot` (no overflow of squares)."""
     first_bad: tuple[int, float, float] | None = None
     """The first wrong element: its flat index, expected and found values."""
+    moved_s: float = 0.0
+    """Seconds in `_widened` (`Comparison.moved_s`)."""
 
 
 def elements_per_chunk(device: str, total: int) -> int:
@@ -179,8 +201,13 @@ def _compare_chunk(
 ) -> None:
     import torch
 
+    moving = time.perf_counter()
     cand = _widened(candidate, device)
     ref = _widened(reference, device)
+    if device.startswith(("cuda", "rocm")):
+        # The copies and widening are queued: wait for them, or they count as arithmetic.
+        torch.cuda.synchronize(device)
+    tally.moved_s += time.perf_counter() - moving
     ref_finite = torch.isfinite(ref)
     cand_finite = torch.isfinite(cand)
     overflow = rounds_to_infinity(ref, dtype)

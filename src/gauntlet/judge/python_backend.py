@@ -1338,6 +1338,7 @@ class _CandidateSession:
                         f"{trial.config!r}"
                     )
                 checking = time.monotonic()
+                moved = check.moved_s
                 check.check_trial(trial, tensors)
                 if self.ev.watched and (trial.most_ops or 0) > MAX_OPS_PER_CALL:
                     # Each element read into Python (`item`, `float`, `tolist`, a storage's
@@ -1370,6 +1371,8 @@ class _CandidateSession:
                 # The judge's own share of `correctness` (the rest is the candidate's worker).
                 phases = self.result.phases_s
                 phases["compare"] = phases.get("compare", 0.0) + time.monotonic() - checking
+                # Of it, moving outputs and references to the comparing device (a GPU's copies).
+                phases["compare.moved"] = phases.get("compare.moved", 0.0) + (check.moved_s - moved)
             event, _ = self._next(timeout, f"config {state.config.label()}")
             done = self._expect(event, protocol.ConfigDone, f"the end of config {name}")
             if done.config != name:
@@ -1607,6 +1610,9 @@ class _ConfigCheck:
         self.rel_l2 = 0.0
         self.bound = 0.0
         self.match = 1.0
+        self.moved_s = 0.0
+        """Seconds its comparisons spent moving tensors to the comparing device
+        (`correctness.Comparison.moved_s`)."""
 
     def _fail(self, reason: str) -> None:
         if not self.reason:
@@ -1702,6 +1708,7 @@ class _ConfigCheck:
             self.rel_l2 = max(self.rel_l2, result.rel_l2_err)
             self.bound = max(self.bound, result.rel_l2_bound)
             self.match = min(self.match, result.match_fraction)
+            self.moved_s += result.moved_s
             if not result.ok:
                 self._fail(f"{where}: {result.reason}")
                 return
