@@ -152,21 +152,30 @@ def test_a_killed_judge_leaves_no_worker_behind(tmp_path: Path) -> None:
 
 def test_a_worker_not_ready_in_time_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
     task = SCALE_ADD()
-    real = python_backend._Worker.await_ready
+    real_start = python_backend._Worker.start
+    real_wait = python_backend._Worker.await_ready
     stopped: list[int] = []
     # A cold worker, never a spare that an open service of an earlier test has ready.
     monkeypatch.setattr(spares, "active", lambda: None)
 
-    def starve_first(self: Any, deadline: float, role: str) -> None:
-        if role == "candidate" and not stopped:
-            # A start that never ends (a worker starved of CPU, or stuck in its imports): the
-            # whole tree, a confined worker's Python included, stopped before it is ready.
-            hold.enter_context(self.child.stopped())
-            stopped.append(self.child.pid)
-            deadline = time.monotonic() + 0.5
-        real(self, deadline, role)
+    def start_starved(cls: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        worker = real_start(request, *args, **kwargs)
+        if request.role == "candidate" and not stopped:
+            # A start that never ends (a worker starved of CPU, or stuck in its imports):
+            # stopped as it starts, long before its imports could be done (stopped only at
+            # `await_ready`, a worker imported while the judge waited for the reference's was
+            # ready already, and then judged stopped: a `timeout`, seen under make test).
+            hold.enter_context(worker.child.stopped())
+            stopped.append(worker.child.pid)
+        return worker
 
-    monkeypatch.setattr(python_backend._Worker, "await_ready", starve_first)
+    def wait_briefly(self: Any, deadline: float, role: str) -> None:
+        if stopped and self.child.pid == stopped[0]:
+            deadline = time.monotonic() + 0.5
+        real_wait(self, deadline, role)
+
+    monkeypatch.setattr(python_backend._Worker, "start", classmethod(start_starved))
+    monkeypatch.setattr(python_backend._Worker, "await_ready", wait_briefly)
     with contextlib.ExitStack() as hold:
         verdict = judge(task, task.root / "expert", device="cpu", seed=8105)
     assert stopped
