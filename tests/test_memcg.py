@@ -63,7 +63,7 @@ def test_a_process_past_the_limit_in_shared_memory_is_killed_and_counted() -> No
     cgroup = memcg.MemoryCgroup.create(64 << 20)
     try:
         hoard = process.Child([sys.executable, "-c", SHARED_HOARD, cgroup.path.name, "256000000"])
-        cgroup.admit_tree(hoard.pid)
+        cgroup.admit_tree(hoard)
         assert hoard.pid in cgroup.pids()
         finished = hoard.wait(timeout_s=60)
         assert finished.signal_name == "SIGKILL" and "held" not in finished.stdout

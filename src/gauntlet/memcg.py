@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gauntlet import process
+
 logger = logging.getLogger(__name__)
 
 #: The prefix of the cgroups made here (then the judge's pid and a count).
@@ -215,21 +217,15 @@ class MemoryCgroup:
                     continue
                 raise
 
-    def admit_tree(self, pid: int) -> None:
-        """Move process `pid` and all its descendants in (found again until none is new).
+    def admit_tree(self, child: process.Child) -> None:
+        """Move `child` and its tree in (`Child.tree`: found again until none is new).
 
         Raises:
             OSError: The kernel refused to move a process that is still alive.
         """
-        import psutil
-
         moved: set[int] = set()
         while True:
-            try:
-                found = {pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))}
-            except psutil.NoSuchProcess:
-                found = set()
-            new = sorted(found - moved)
+            new = sorted({child.pid, *child.tree()} - moved)
             if not new:
                 return
             self.admit(new)

@@ -260,7 +260,7 @@ class Child:
         lives (as a descendant) or after (by its session id). Only `setsid` escapes both; run
         the child under a PID-namespace sandbox (bwrap) to contain that too.
         """
-        victims = self._tree()
+        victims = self.tree()
         self.kill_group()
         for pid in victims - {os.getpid()}:
             try:
@@ -282,7 +282,7 @@ class Child:
         try:
             self._signal_group(signal.SIGSTOP)
             while True:
-                found = self._tree() - stopped - {os.getpid()}
+                found = self.tree() - stopped - {os.getpid()}
                 if not found:
                     break
                 for pid in found:
@@ -305,7 +305,7 @@ class Child:
         except PermissionError:
             self._proc.send_signal(signum)
 
-    def _tree(self) -> set[int]:
+    def tree(self) -> set[int]:
         """The child's descendants and the members of its session (not the child itself)."""
         import psutil
 

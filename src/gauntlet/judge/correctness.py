@@ -122,6 +122,7 @@ def compare(
     match_fraction = tally.within / max(total, 1)
     num, denom = tally.err_norm, tally.ref_norm
     rel_l2 = (num / denom if denom > 0 else num) if math.isfinite(num) else math.inf
+    reason = ""
     if tally.first_bad is not None:
         bad, expected, found = tally.first_bad
         index = tuple(int(i) for i in _unravel(bad, tuple(reference.shape)))
@@ -132,33 +133,20 @@ def compare(
             f"(atol {tol.atol:g}, rtol {tol.rtol:g}{f', slack {slack:.3g}' if slack else ''}); "
             f"{wrong} of {max(total, 1)} elements wrong"
         )
-        return Comparison(
-            False,
-            reason,
-            tally.max_abs,
-            tally.max_rel,
-            rel_l2,
-            l2_bound,
-            match_fraction,
-            tally.moved_s,
-        )
-    if rel_l2 > l2_bound:
+    elif rel_l2 > l2_bound:
         reason = (
             f"{what}: relative L2 error {rel_l2:.3g} is above the bound {l2_bound:.3g} "
             "(the baseline's own error times the task's margin): lower precision than allowed?"
         )
-        return Comparison(
-            False,
-            reason,
-            tally.max_abs,
-            tally.max_rel,
-            rel_l2,
-            l2_bound,
-            match_fraction,
-            tally.moved_s,
-        )
     return Comparison(
-        True, "", tally.max_abs, tally.max_rel, rel_l2, l2_bound, match_fraction, tally.moved_s
+        not reason,
+        reason,
+        tally.max_abs,
+        tally.max_rel,
+        rel_l2,
+        l2_bound,
+        match_fraction,
+        tally.moved_s,
     )
 
 

@@ -445,7 +445,7 @@ class _Evaluation:
             return
         candidate.memory = cgroup
         try:
-            cgroup.admit_tree(candidate.child.pid)
+            cgroup.admit_tree(candidate.child)
         except OSError as err:
             raise JudgeError(
                 f"cannot put the candidate of '{self.task.task_id}' in its memory cgroup "
@@ -951,48 +951,36 @@ class _Evaluation:
         """A trial's reference: kept, or for a streamed config computed now by the worker."""
         if state.streamed is None:
             return state.reference[index]
-        event, tensors = self._reference(
-            protocol.ReferenceOrder(command="reference", config=state.config.name, trial=index)
-        )
-        if not isinstance(event, protocol.ReferenceTrial) or (event.config, event.trial) != (
-            state.config.name,
-            index,
-        ):
-            raise JudgeError(
-                f"the reference worker of task '{self.task.task_id}' answered "
-                f"'{event.event}' for trial {index} of config {state.config.name}"
-            )
-        return _Trial.of(event, tensors)
+        return _Trial.of(*self._reference(state, protocol.ReferenceTrial, index))
 
     def reference_sample(self, state: _ConfigState, position: int) -> _Sample:
         """A sampled timed call's reference: kept, or for a streamed config computed now."""
         if state.streamed is None:
             return state.samples[position]
-        event, tensors = self._reference(
-            protocol.ReferenceOrder(
-                command="reference", config=state.config.name, position=position
-            )
-        )
-        if not isinstance(event, protocol.ReferenceSample) or (event.config, event.position) != (
-            state.config.name,
-            position,
-        ):
-            raise JudgeError(
-                f"the reference worker of task '{self.task.task_id}' answered "
-                f"'{event.event}' for timed call {position} of config {state.config.name}"
-            )
-        return _Sample.of(event, tensors)
+        return _Sample.of(*self._reference(state, protocol.ReferenceSample, position))
 
     def _reference(
-        self, order: protocol.ReferenceOrder
-    ) -> tuple[protocol.Event, list[torch.Tensor]]:
-        """A streamed config's result, asked of the reference worker (trusted code only)."""
+        self, state: _ConfigState, kind: type[_Streamed], index: int
+    ) -> tuple[_Streamed, list[torch.Tensor]]:
+        """Result `index` of a streamed config: a trial, or a sampled call's position.
+
+        Asked of the reference worker (trusted code only); a judge error if it answers anything
+        else.
+        """
+        field = "trial" if kind is protocol.ReferenceTrial else "position"
+        name = state.config.name
+        order = protocol.ReferenceOrder(command="reference", config=name, **{field: index})
         asking = time.monotonic()
         where = f"the reference worker of task '{self.task.task_id}'"
         # As long as the candidate's worker may take for a trial, and the start-up's again
         # for a slow float64 one on the host.
         event, tensors = self._ask(order, [], where, STARTUP_S + self.task.spec.timeout_s)
         self.streamed_s += time.monotonic() - asking
+        if not isinstance(event, kind) or (event.config, getattr(event, field)) != (name, index):
+            what = "trial" if kind is protocol.ReferenceTrial else "timed call"
+            raise JudgeError(
+                f"{where} answered '{event.event}' for {what} {index} of config {name}"
+            )
         return event, tensors
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
@@ -1456,6 +1444,7 @@ class _CandidateSession:
 
 
 _E = TypeVar("_E", bound=BaseModel)
+_Streamed = TypeVar("_Streamed", protocol.ReferenceTrial, protocol.ReferenceSample)
 
 
 class _Breach(Exception):
