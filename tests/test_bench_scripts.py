@@ -27,6 +27,8 @@ def _script(name: str) -> ModuleType:
     return module
 
 
+# Under --runslow (33 s of CI's 15 minutes); scripts/gpu_check.sh's `bench` step runs the script.
+@pytest.mark.slow
 def test_a_case_is_judged_warm_in_feedback_mode_and_side_by_side_with_rows_as_they_come(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -31,13 +31,23 @@ GPU_IDS = [i for i in IDS if i not in CPU_IDS]
 # experts' use of the mesh are checked by tests/accel/test_tile_tasks.py either way. The
 # accelerators' whole decoder blocks (13-16 s each) are left to --runslow too: each is a
 # composition of stages (norms, matrix products, attention) whose own tasks are checked here.
-# The CPU interpreter's smoke tasks take 13-32 s each: one Triton-to-Triton task and one with a
-# backward pass stay in the default tier (the others' experts run in every `make run`).
+# The CPU interpreter's smoke tasks take 13-32 s each: the one with a backward pass stays in the
+# default tier (the others' experts run in every `make run`, and `tasks check` of the fixture
+# Triton task, tests/test_cli.py, runs the same gate on a Triton-to-Triton task).
 TILE_CHECKED_ALWAYS = {"accel/tile/relu", "accel/tile/colsum", "accel/tile/ffn"}
+# The vector platform's (5-10 s each) likewise: one of each kind (element-wise, a row
+# reduction, a matrix product, attention) in the default tier; every rvv expert runs in
+# `make run`, and tests/accel/test_rvv_tasks.py judges every baseline and expert under --runslow.
+RVV_CHECKED_ALWAYS = {
+    "accel/rvv/relu",
+    "accel/rvv/rmsnorm",
+    "accel/rvv/gemm",
+    "accel/rvv/attention",
+}
 SLOW_CHECKS = {
     "accel/npu/t5_block",
     "accel/npu/llama_block",
-    "accel/rvv/llama_block",
+    "triton2triton/softmax",
     "triton2triton/layernorm",
     "triton2triton/fused_elementwise",
     "torch2triton/rmsnorm",
@@ -47,7 +57,8 @@ SLOW_CHECKS = {
 
 def _checked(task_id: str) -> pytest.ParameterSet:
     tile = task_id.startswith("accel/tile/") and task_id not in TILE_CHECKED_ALWAYS
-    slow = tile or task_id in SLOW_CHECKS
+    rvv = task_id.startswith("accel/rvv/") and task_id not in RVV_CHECKED_ALWAYS
+    slow = tile or rvv or task_id in SLOW_CHECKS
     return pytest.param(task_id, marks=[pytest.mark.slow] if slow else [])
 
 

@@ -50,6 +50,8 @@ def test_a_started_worker_does_its_role(tmp_path: Path) -> None:
     worker.close()
 
 
+# Under --runslow (11 s of CI's 15 minutes): when the watch warms is speed, not a verdict.
+@pytest.mark.slow
 def test_a_cold_candidate_warms_its_watch_before_ready_when_no_reference_worker_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -180,8 +180,7 @@ def test_a_reference_worker_killed_between_judgments_is_replaced(
         while not _gone(pids[0]):
             time.sleep(0.05)
         second = warm.eval(task, task.root / "expert", seed=7104)
-        third = warm.eval(task, task.root / "expert", seed=7105)
-    assert [v.status for v in (first, second, third)] == ["pass"] * 3, second.reason
+    assert [v.status for v in (first, second)] == ["pass"] * 2, second.reason
     assert pids[1] != pids[0]
     assert all(_gone(pid) for pid in pids)
 
@@ -260,6 +259,8 @@ def _imported_pool(tmp_path: Path, size: int) -> spares.SparePool:
     return pool
 
 
+# Under --runslow (18 s of CI's 15 minutes): which spare is taken is speed, not a verdict.
+@pytest.mark.slow
 def test_a_judgment_takes_a_spare_whose_imports_are_done_first(tmp_path: Path) -> None:
     pool = _imported_pool(tmp_path, 1)
     # Started and imported outside the pool, to be put behind a spare that still imports.
@@ -316,6 +317,8 @@ def test_judgments_that_outrun_the_spares_imports_get_more_spares_ahead(tmp_path
         pool.close()
 
 
+# Under --runslow (10-28 s of CI's 15 minutes): the pool's growth is speed, not a verdict.
+@pytest.mark.slow
 def test_back_to_back_judgments_through_a_warm_judge_wait_for_no_imports(tmp_path: Path) -> None:
     task = SCALE_ADD()
     with Judge(device="cpu", workdir=tmp_path / "spares", spare_workers=2) as warm:
