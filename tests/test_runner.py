@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +38,28 @@ from tests.support.fixtures import SCALE_ADD, TASKS, with_spec
 def fixture_tasks(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(settings, "TASKS_DIR", TASKS)
     return TASKS
+
+
+#: The run `finished_run` copies: one baseline attempt on the fixture tasks.
+FINISHED = RunConfig(agents=["baseline"], seed=1, device="cpu", budget=Budget(wall_s=90))
+
+
+@pytest.fixture(scope="module")
+def _finished_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("finished") / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(settings, "TASKS_DIR", TASKS)
+        start_run(FINISHED, out)
+    return out
+
+
+@pytest.fixture
+def finished_run(fixture_tasks: Path, _finished_once: Path, tmp_path: Path) -> Path:
+    """A copy of one finished run (a run's folder holds no path of its own): the tests that
+    only need some finished run share one judgment, CI's minutes."""
+    out = tmp_path / "run"
+    shutil.copytree(_finished_once, out)
+    return out
 
 
 def test_run_records_every_task_and_agent(
@@ -82,20 +105,19 @@ def test_unknown_agent_fails_before_anything_runs(fixture_tasks: Path, tmp_path:
     assert not (tmp_path / "run").exists()
 
 
-def test_resume_skips_recorded_attempts(fixture_tasks: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    store = start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+def test_resume_skips_recorded_attempts(finished_run: Path) -> None:
+    out = finished_run
     before = (out / "attempts.jsonl").read_text()
-    resume_run(out)
+    store = resume_run(out)
     assert (out / "attempts.jsonl").read_text() == before
     assert len(store.attempts()) == 1
 
 
 def test_redo_makes_matching_attempts_again_keeping_the_old_record_aside(
-    fixture_tasks: Path, tmp_path: Path
+    finished_run: Path,
 ) -> None:
-    out = tmp_path / "run"
-    first = start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out).attempts()
+    out = finished_run
+    first = RunStore(out).attempts()
     store = resume_run(out, redo=["triton2triton/*"])
     (old,) = (out / "superseded.jsonl").read_text().splitlines()
     assert json.loads(old)["started_at"] == first[0].model_dump(mode="json")["started_at"]
@@ -105,22 +127,18 @@ def test_redo_makes_matching_attempts_again_keeping_the_old_record_aside(
     assert record.status == "pass", record.reason
 
 
-def test_redo_matching_no_task_of_the_run_is_an_error(fixture_tasks: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+def test_redo_matching_no_task_of_the_run_is_an_error(finished_run: Path) -> None:
     with pytest.raises(ConfigError, match="--redo 'cuda2cuda/\\*' matches no task"):
-        resume_run(out, redo=["triton2triton/*", "cuda2cuda/*"])
+        resume_run(finished_run, redo=["triton2triton/*", "cuda2cuda/*"])
 
 
-def test_refuses_to_overwrite_a_run(fixture_tasks: Path, tmp_path: Path) -> None:
-    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), tmp_path / "run")
+def test_refuses_to_overwrite_a_run(finished_run: Path) -> None:
     with pytest.raises(RecordError, match="--resume"):
-        start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), tmp_path / "run")
+        start_run(FINISHED, finished_run)
 
 
-def test_torn_last_line_is_skipped(fixture_tasks: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+def test_torn_last_line_is_skipped(finished_run: Path) -> None:
+    out = finished_run
     with (out / "attempts.jsonl").open("a") as handle:
         handle.write('{"kind": "attempt", "schema_ver')
     assert len(RunStore(out).attempts()) == 1
@@ -172,12 +190,8 @@ def test_sigkill_mid_run_then_resume_records_each_attempt_once(tmp_path: Path) -
     assert all(json.loads(line)["status"] == "pass" for line in attempts.read_text().splitlines())
 
 
-def test_budget_is_recorded(fixture_tasks: Path, tmp_path: Path) -> None:
-    store = start_run(
-        RunConfig(agents=["baseline"], seed=1, device="cpu", budget=Budget(wall_s=90)),
-        tmp_path / "run",
-    )
-    assert store.info().budget.wall_s == 90
+def test_budget_is_recorded(finished_run: Path) -> None:
+    assert RunStore(finished_run).info().budget.wall_s == 90
 
 
 def test_a_runaway_agent_ends_at_its_budget_and_is_judged(
@@ -299,9 +313,8 @@ def test_a_torn_last_line_is_set_aside_and_its_attempt_made_again(
     assert len(RunStore(out).attempts()) == 2
 
 
-def test_a_run_directory_is_held_by_one_process(fixture_tasks: Path, tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    start_run(RunConfig(agents=["baseline"], seed=1, device="cpu"), out)
+def test_a_run_directory_is_held_by_one_process(finished_run: Path) -> None:
+    out = finished_run
     store = RunStore(out)
     with store.lock():
         with pytest.raises(ConfigError, match=r"in use by another gauntlet process \(pid \d+\)"):
