@@ -25,28 +25,21 @@ def _runs_here_without_gpu(task_id: str) -> bool:
 CPU_IDS = [i for i in IDS if _runs_here_without_gpu(i)]
 GPU_IDS = [i for i in IDS if i not in CPU_IDS]
 
-# `make test` must stay within CI's 15 minutes on 2 cores. The tile platform's task checks take
-# 3-32 s each there: one of each kind is checked (an element-wise row task, a reduction
-# routed over the mesh, a block), the rest under --runslow; its generated files and its
-# experts' use of the mesh are checked by tests/accel/test_tile_tasks.py either way. The
-# accelerators' whole decoder blocks (13-16 s each) are left to --runslow too: each is a
-# composition of stages (norms, matrix products, attention) whose own tasks are checked here.
+# `make test` must stay within CI's 15 minutes on 2 cores. Each accelerator platform's task
+# checks take 1-32 s each there: one task of each kind is checked in the default tier (an
+# element-wise task, a row reduction, a matrix product, attention; the tile platform's reduction
+# routed over the mesh and a block), the rest under --runslow. Every accelerator task's expert
+# runs in `make run`, and tests/accel/ judges each platform's baselines and experts under
+# --runslow (the tile platform's generated files and its experts' use of the mesh either way).
 # The CPU interpreter's smoke tasks take 13-32 s each: the one with a backward pass stays in the
 # default tier (the others' experts run in every `make run`, and `tasks check` of the fixture
 # Triton task, tests/test_cli.py, runs the same gate on a Triton-to-Triton task).
-TILE_CHECKED_ALWAYS = {"accel/tile/relu", "accel/tile/colsum", "accel/tile/ffn"}
-# The vector platform's (5-10 s each) likewise: one of each kind (element-wise, a row
-# reduction, a matrix product, attention) in the default tier; every rvv expert runs in
-# `make run`, and tests/accel/test_rvv_tasks.py judges every baseline and expert under --runslow.
-RVV_CHECKED_ALWAYS = {
-    "accel/rvv/relu",
-    "accel/rvv/rmsnorm",
-    "accel/rvv/gemm",
-    "accel/rvv/attention",
+ACCEL_CHECKED_ALWAYS = {
+    "accel/tile/": {"relu", "colsum", "ffn"},
+    "accel/rvv/": {"relu", "rmsnorm", "gemm", "attention"},
+    "accel/npu/": {"relu", "rmsnorm", "gemm", "attention", "flash_attention", "conv2d"},
 }
 SLOW_CHECKS = {
-    "accel/npu/t5_block",
-    "accel/npu/llama_block",
     "triton2triton/softmax",
     "triton2triton/layernorm",
     "triton2triton/fused_elementwise",
@@ -56,9 +49,9 @@ SLOW_CHECKS = {
 
 
 def _checked(task_id: str) -> pytest.ParameterSet:
-    tile = task_id.startswith("accel/tile/") and task_id not in TILE_CHECKED_ALWAYS
-    rvv = task_id.startswith("accel/rvv/") and task_id not in RVV_CHECKED_ALWAYS
-    slow = tile or rvv or task_id in SLOW_CHECKS
+    platform, _, name = task_id.rpartition("/")
+    always = ACCEL_CHECKED_ALWAYS.get(platform + "/")
+    slow = task_id in SLOW_CHECKS or (always is not None and name not in always)
     return pytest.param(task_id, marks=[pytest.mark.slow] if slow else [])
 
 
