@@ -35,9 +35,9 @@ GPU_IDS = [i for i in IDS if i not in CPU_IDS]
 # default tier (the others' experts run in every `make run`, and `tasks check` of the fixture
 # Triton task, tests/test_cli.py, runs the same gate on a Triton-to-Triton task).
 ACCEL_CHECKED_ALWAYS = {
-    "accel/tile/": {"relu", "colsum", "ffn"},
-    "accel/rvv/": {"relu", "rmsnorm", "gemm", "attention"},
-    "accel/npu/": {"relu", "rmsnorm", "gemm", "attention", "flash_attention", "conv2d"},
+    "accel/tile": {"relu", "colsum", "ffn"},
+    "accel/rvv": {"relu", "rmsnorm", "gemm", "attention"},
+    "accel/npu": {"relu", "rmsnorm", "gemm", "attention", "flash_attention", "conv2d"},
 }
 SLOW_CHECKS = {
     "triton2triton/softmax",
@@ -50,7 +50,7 @@ SLOW_CHECKS = {
 
 def _checked(task_id: str) -> pytest.ParameterSet:
     platform, _, name = task_id.rpartition("/")
-    always = ACCEL_CHECKED_ALWAYS.get(platform + "/")
+    always = ACCEL_CHECKED_ALWAYS.get(platform)
     slow = task_id in SLOW_CHECKS or (always is not None and name not in always)
     return pytest.param(task_id, marks=[pytest.mark.slow] if slow else [])
 

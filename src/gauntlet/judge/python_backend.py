@@ -967,7 +967,9 @@ class _Evaluation:
         Asked of the reference worker (trusted code only); a judge error if it answers anything
         else.
         """
-        field = "trial" if kind is protocol.ReferenceTrial else "position"
+        field, what = (
+            ("trial", "trial") if kind is protocol.ReferenceTrial else ("position", "timed call")
+        )
         name = state.config.name
         order = protocol.ReferenceOrder(command="reference", config=name, **{field: index})
         asking = time.monotonic()
@@ -977,7 +979,6 @@ class _Evaluation:
         event, tensors = self._ask(order, [], where, STARTUP_S + self.task.spec.timeout_s)
         self.streamed_s += time.monotonic() - asking
         if not isinstance(event, kind) or (event.config, getattr(event, field)) != (name, index):
-            what = "trial" if kind is protocol.ReferenceTrial else "timed call"
             raise JudgeError(
                 f"{where} answered '{event.event}' for {what} {index} of config {name}"
             )
