@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from typing import Any
 from gauntlet import process
 from gauntlet.importers.kernelbench import ImportOptions, import_kernelbench
 from gauntlet.judge import judge
+from gauntlet.judge.pipeline import prebuild
 from gauntlet.task import load_task
 
 CUDA = r"""
@@ -307,6 +310,34 @@ def _ours(
             "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
 
 
+def _prebuild(cases: list[Case], folders: dict[str, str], kernels: Path, device: str) -> None:
+    """Every case's nvcc build at once, into the judge's cache, before any case is judged.
+
+    Each file is a unit of its own in the cache (a submission's build is never served to
+    another), so judged one after another they would build one after another, a minute each.
+    """
+
+    def build(case: Case) -> str:
+        folder = folders[case.key]
+        if folder.startswith("refused"):
+            return "refused"
+        with tempfile.TemporaryDirectory(prefix="kb-compat-build-") as tmp:
+            submission = Path(tmp)
+            kernel = kernels / f"l{case.level}_{case.number}.py"
+            (submission / "model_new.py").write_bytes(kernel.read_bytes())
+            try:
+                built = prebuild(load_task(Path(folder)), submission, device)
+            except Exception as err:  # noqa: BLE001 - the judge builds it then, and says why
+                return f"not built ahead: {type(err).__name__}: {err}"[:300]
+        return "built" if built.ok else f"not built: {(built.reason or '')[:200]}"
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
+        outcomes = dict(zip([c.key for c in cases], pool.map(build, cases), strict=True))
+    print(f"prebuilt {len(cases)} case(s) in {time.monotonic() - started:.0f} s: {outcomes}",
+          flush=True)  # fmt: skip
+
+
 def _kernelbench(script: Path, problem: Path, kernel: Path, build: Path) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         result_file = Path(tmp) / "result.json"
@@ -393,8 +424,11 @@ def main() -> int:
         print(json.dumps(folders, indent=1))
         return 0
     for case in todo:
+        (kernels / f"l{case.level}_{case.number}.py").write_text(modelnew_text(case), "utf-8")
+    if args.device.startswith("cuda"):
+        _prebuild(todo, folders, kernels, args.device)
+    for case in todo:
         kernel = kernels / f"l{case.level}_{case.number}.py"
-        kernel.write_text(modelnew_text(case), encoding="utf-8")
         problem = _problem_file(args.kernelbench, case)
         record: dict[str, Any] = {"problem": problem.stem, "task": folders[case.key]}
         if not folders[case.key].startswith("refused"):

@@ -124,9 +124,14 @@ def _load(path: Path) -> ModuleType:
     return module
 
 
-def test_import_writes_tasks_and_reports_every_problem(tmp_path: Path) -> None:
+def test_import_writes_tasks_and_reports_every_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `out` relative to the working directory, as a script or a user passes it: the probe that
+    # checks a written task runs elsewhere and must still find it.
+    monkeypatch.chdir(tmp_path)
     options = ImportOptions(levels=[1], ids=[1, 2, 3], track="torch2triton", jobs=2, **CAPS)
-    report = import_kernelbench(ROOT, tmp_path, options)
+    report = import_kernelbench(ROOT, Path("."), options)
     outcome = {p.problem: p for p in report.problems}
     assert report.counts() == {"imported": 1, "rewritten": 0, "refused": 2}
     linear = outcome["level1/1_Linear_Scale.py"]

@@ -188,8 +188,10 @@ def import_plan(
         except ProblemRefused as err:
             return refuse(str(err), found)
         checked = _probe(
-            "check", CheckRequest(task_dir=str(folder)), CheckReport, options.cpu_limit_s, cache
-        )
+            # Absolute: the probe runs in a folder of its own, where a relative `out` names nothing.
+            "check", CheckRequest(task_dir=str(folder.resolve())), CheckReport,
+            options.cpu_limit_s, cache,
+        )  # fmt: skip
         if isinstance(checked, str):
             return refuse(checked, found)
         problems = _rewrite(plan, checked, rewrites)
