@@ -203,6 +203,29 @@ def test_a_wrong_output_is_found_against_streamed_references(
     assert "trial 0" in result.results[0].reason
 
 
+def test_a_streamed_reference_for_another_trial_than_asked_is_a_judge_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The judge checks that each streamed answer is the one it asked for: compared against
+    # another trial's reference, a right output would read as wrong. Here the orders reach the
+    # real reference worker with the next trial's index, as a worker that miscounted would
+    # answer them.
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    ask = _Evaluation._ask
+
+    def miscounted(
+        self: _Evaluation, order: Any, tensors: list[torch.Tensor], where: str, limit_s: float
+    ) -> tuple[protocol.Event, list[torch.Tensor]]:
+        if isinstance(order, protocol.ReferenceOrder) and order.trial is not None:
+            order = order.model_copy(update={"trial": order.trial + 1})
+        return ask(self, order, tensors, where, limit_s)
+
+    monkeypatch.setattr(_Evaluation, "_ask", miscounted)
+    with pytest.raises(JudgeError) as raised:
+        _Evaluation(_sized_request(tmp_path, {"big": 4096}, seed=48)).run()
+    assert "answered 'reference_trial' for trial 0 of config big" in str(raised.value)
+
+
 def test_a_trial_past_the_hosts_budget_is_a_judge_error_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
