@@ -63,8 +63,10 @@ from gauntlet.judge.verdict import PHASES, Mode, Verdict
 from gauntlet.task import Task, load_task
 
 #: Parts of `correctness`: the configs' first calls (compiling, loading kernels) and the
-#: judge's own comparisons, of which moving the tensors to the comparing device.
-PARTS = ("first_trial", "compare", "compare.moved")
+#: judge's own comparisons, of which moving the tensors to the comparing device; and, where a
+#: config's references were too large to hold (docs/gpu.md), the wait for each one streamed
+#: from the reference worker (inside `compare` and `timing.judge_check`).
+PARTS = ("first_trial", "compare", "compare.moved", "reference.streamed")
 #: Parts of `timing` (GPU only): the timed pairs, split per step of a call by the worker
 #: (`timing.measure`), and the judge's own share of the exchanges (`timekeeper.follow`).
 TIMING_PARTS = (
