@@ -287,14 +287,20 @@ def _import(
     return found
 
 
+def _submission(kernel: Path, parent: Path) -> Path:
+    """A submission folder under `parent` holding the `ModelNew` file as the contract names it."""
+    submission = parent / "submission"
+    submission.mkdir()
+    (submission / "model_new.py").write_bytes(kernel.read_bytes())
+    return submission
+
+
 def _ours(
     folder: Path, kernel: Path, device: str, configs: str, time_cap_s: float
 ) -> dict[str, object]:
     task = load_task(folder)
     with tempfile.TemporaryDirectory(prefix="kb-compat-") as tmp:
-        submission = Path(tmp) / "submission"
-        submission.mkdir()
-        (submission / "model_new.py").write_bytes(kernel.read_bytes())
+        submission = _submission(kernel, Path(tmp))
         started = time.monotonic()
         verdict = judge(task, submission, device=device, configs=configs,
                         seed=7, workdir=Path(tmp), time_cap_s=time_cap_s)  # fmt: skip
@@ -310,21 +316,19 @@ def _ours(
             "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
 
 
-def _prebuild(cases: list[Case], folders: dict[str, str], kernels: Path, device: str) -> None:
+def _prebuild(folders: dict[str, str], files: dict[str, Path], device: str) -> None:
     """Every case's nvcc build at once, into the judge's cache, before any case is judged.
 
     Each file is a unit of its own in the cache (a submission's build is never served to
     another), so judged one after another they would build one after another, a minute each.
     """
 
-    def build(case: Case) -> str:
-        folder = folders[case.key]
+    def build(key: str) -> str:
+        folder = folders[key]
         if folder.startswith("refused"):
             return "refused"
         with tempfile.TemporaryDirectory(prefix="kb-compat-build-") as tmp:
-            submission = Path(tmp)
-            kernel = kernels / f"l{case.level}_{case.number}.py"
-            (submission / "model_new.py").write_bytes(kernel.read_bytes())
+            submission = _submission(files[key], Path(tmp))
             try:
                 built = prebuild(load_task(Path(folder)), submission, device)
             except Exception as err:  # noqa: BLE001 - the judge builds it then, and says why
@@ -333,8 +337,8 @@ def _prebuild(cases: list[Case], folders: dict[str, str], kernels: Path, device:
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
-        outcomes = dict(zip([c.key for c in cases], pool.map(build, cases), strict=True))
-    print(f"prebuilt {len(cases)} case(s) in {time.monotonic() - started:.0f} s: {outcomes}",
+        outcomes = dict(zip(files, pool.map(build, files), strict=True))
+    print(f"prebuilt {len(files)} case(s) in {time.monotonic() - started:.0f} s: {outcomes}",
           flush=True)  # fmt: skip
 
 
@@ -423,12 +427,13 @@ def main() -> int:
     if args.import_only:
         print(json.dumps(folders, indent=1))
         return 0
+    files = {case.key: kernels / f"l{case.level}_{case.number}.py" for case in todo}
     for case in todo:
-        (kernels / f"l{case.level}_{case.number}.py").write_text(modelnew_text(case), "utf-8")
+        files[case.key].write_text(modelnew_text(case), encoding="utf-8")
     if args.device.startswith("cuda"):
-        _prebuild(todo, folders, kernels, args.device)
+        _prebuild(folders, files, args.device)
     for case in todo:
-        kernel = kernels / f"l{case.level}_{case.number}.py"
+        kernel = files[case.key]
         problem = _problem_file(args.kernelbench, case)
         record: dict[str, Any] = {"problem": problem.stem, "task": folders[case.key]}
         if not folders[case.key].startswith("refused"):

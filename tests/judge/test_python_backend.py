@@ -214,7 +214,11 @@ def test_a_streamed_reference_for_another_trial_than_asked_is_a_judge_error(
     ask = _Evaluation._ask
 
     def miscounted(
-        self: _Evaluation, order: Any, tensors: list[torch.Tensor], where: str, limit_s: float
+        self: _Evaluation,
+        order: protocol.CheckOutput | protocol.ReferenceOrder,
+        tensors: list[torch.Tensor],
+        where: str,
+        limit_s: float,
     ) -> tuple[protocol.Event, list[torch.Tensor]]:
         if isinstance(order, protocol.ReferenceOrder) and order.trial is not None:
             order = order.model_copy(update={"trial": order.trial + 1})
