@@ -7,6 +7,8 @@
 # how to fill it), then runs the steps (default: env pytest suite evidence) and writes their
 # results under OUT_DIR (default: $OUT, else gpu-results/), at most eight files:
 #   env      env.txt (nvidia-smi, versions, `gauntlet devices`) and peaks.json (measured peaks)
+#   h2d      h2d.md: scripts/bench_h2d.py, how fast a frame-sized host tensor reaches the GPU
+#            (pageable, mapped memory file, the judge's pinned staging, 3 at once)
 #   pytest   pytest-gpu.log: pytest -m gpu (the judge on CUDA, the exploit corpus, CUDA builds)
 #   suite    suite.txt and suite-run.tar.gz: `gauntlet run` with the baseline and expert agents
 #   evidence evidence.json, evidence.md: repeatability, judge cost (scripts/gpu_evidence.py)
@@ -62,6 +64,7 @@
 #   RUN_FLAGS=           more `gauntlet run` flags (e.g. --no-compile-reference --parallel 4)
 #   SUITE_TIMEOUT=0      stop the suite step after this many seconds (0: never); what finished
 #                        is kept and resumable
+#   H2D_ARGS=            more scripts/bench_h2d.py arguments (e.g. --mib 2048 --threads 3)
 #   PYTEST_ARGS=         more pytest arguments (e.g. -n 8, the tier in one call; -k cuda_build)
 #   PYTEST_PATHS=tests   what pytest collects (test files or node ids: a rerun of some tests)
 #   EVIDENCE_ARGS=       scripts/gpu_evidence.py arguments (e.g. --parts repeatability)
@@ -149,6 +152,10 @@ for step in "${steps[@]}"; do
             python3 -c "from gauntlet.judge.roofline import device_peaks; print(device_peaks('cuda:0').model_dump_json(indent=1))" \
                 > "$out/peaks.json" 2>> "$out/env.txt" || status=1
             tail -n 3 "$out/env.txt" ;;
+        h2d)
+            # shellcheck disable=SC2086
+            bounded python3 scripts/bench_h2d.py ${H2D_ARGS:-} > "$out/h2d.md" 2>&1 || status=1
+            cat "$out/h2d.md" ;;
         pytest)
             # shellcheck disable=SC2086
             # -v names each test's outcome as it ends: a step stopped by STEP_TIMEOUT still

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gauntlet import confine, settings
-from gauntlet.judge import judge, kernel_cache
+from gauntlet.judge import judge, kernel_cache, python_backend
 from gauntlet.judge.pipeline import digest
 from gauntlet.judge.python_backend import PythonBackend
 from gauntlet.task import Config, load_task
@@ -33,6 +33,34 @@ def test_expert_is_timed_on_the_gpu(tmp_path: Path) -> None:
         assert timing.sol is not None and timing.sol_fraction is not None
         assert 0 < timing.sol_fraction <= 1.1
     assert verdict.speedup is not None
+
+
+@pytest.mark.parametrize("deferred", [True, False], ids=["deferred", "at_once"])
+def test_the_timed_outputs_are_checked_once_the_gpu_is_shared_again(
+    deferred: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past `DEFERRED_SAMPLE_BYTES` a config's samples are checked at once, the GPU held alone.
+    if not deferred:
+        monkeypatch.setattr(python_backend, "DEFERRED_SAMPLE_BYTES", 0)
+    seen: list[tuple[str | None, bool]] = []
+    check = python_backend._CandidateSession._check_timing
+
+    def watched(
+        session: python_backend._CandidateSession, state: object, followed: object
+    ) -> object:
+        hold = session.ev.hold
+        assert hold is not None
+        seen.append((hold.mode, session.worker.handle._finished is not None))
+        return check(session, state, followed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(python_backend._CandidateSession, "_check_timing", watched)
+    task = SCALE_ADD()
+    verdict = judge(task, task.root / "expert", device="cuda:0", seed=3)
+    assert verdict.status == "pass", verdict.reason
+    assert len(seen) == sum(c.timing is not None for c in verdict.configs) > 1
+    # Deferred: every check after the candidate was reaped and the GPU shared again.
+    want = ("shared", True) if deferred else ("exclusive", False)
+    assert set(seen) == {want}
 
 
 @pytest.mark.parametrize(

@@ -185,6 +185,21 @@ def test_a_comparison_on_the_gpu_of_host_tensors_is_the_hosts() -> None:
     )
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bool, torch.int64])
+def test_a_large_host_tensor_reaches_the_gpu_through_pinned_buffers_whole(
+    dtype: torch.dtype,
+) -> None:
+    # Past the two buffers' size and not a multiple of it, so the buffers are each refilled
+    # and the last chunk is short; a strided view is made contiguous first.
+    elements = (2 * correctness.STAGE_BYTES + 12_345) // torch.empty((), dtype=dtype).element_size()
+    gen = torch.Generator().manual_seed(5)
+    host = (torch.randn(2 * elements + 2, generator=gen) * 50).to(dtype)[::2].reshape(-1, 1)
+    moved = correctness.to_device(host, "cuda:0")
+    assert moved.device.type == "cuda" and moved.dtype == dtype and moved.shape == host.shape
+    assert torch.equal(moved.cpu(), host)
+
+
 def test_a_comparison_says_how_long_moving_its_tensors_took() -> None:
     ref = torch.linspace(-1.0, 1.0, 1 << 16, dtype=torch.float64)
     chunked = correctness.compare(

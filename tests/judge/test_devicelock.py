@@ -213,6 +213,41 @@ def test_a_waiting_timing_goes_before_later_shared_takers(locks: Path, takers: l
     later.finish()
 
 
+def test_a_judgment_whose_timing_is_over_shares_the_gpu_again(
+    locks: Path, takers: list[Taker]
+) -> None:
+    """Its checks of the timed outputs run beside others' shared work, never behind a timing
+    that waits: the conversion is in place, not a release and a new wait."""
+    gpu = _file(locks, "cuda:0", "lock")
+    with devicelock.Hold("cuda:0") as ours:
+        ours.shared()
+        ours.exclusive()
+        timing = Taker(locks, "cuda:0", "exclusive", "--wait")
+        takers.append(timing)
+        _until(lambda: (timing.proc.pid, True) in _flocks(gpu), "the other timing waits")
+        ours.share()
+        assert ours.mode == "shared" and len(ours._held_slots) == 1
+        # The other timing still waits (woken by the conversion, it queues again): what is
+        # left of ours is work on the GPU. Had it taken the GPU, it would wait no more.
+        _until(lambda: (timing.proc.pid, True) in _flocks(gpu), "the other timing waits again")
+        assert (os.getpid(), False) in _flocks(gpu)
+        released = time.monotonic()
+    assert timing.line() == "held"
+    timing.go_on()
+    assert timing.interval()["start"] >= released
+    timing.finish()
+    with devicelock.Hold("cuda:0") as ours:
+        ours.shared()
+        ours.exclusive()
+        ours.share()
+        # With no timing waiting, another judgment's shared work starts beside ours.
+        beside = Taker(locks, "cuda:0", "shared", "--wait")
+        takers.append(beside)
+        assert beside.line() == "held"
+        beside.go_on()
+        beside.finish()
+
+
 def test_the_slots_bound_judgments_on_a_gpu(
     locks: Path, takers: list[Taker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -314,14 +349,23 @@ def test_judgments_side_by_side_on_a_gpu_time_it_alone(monkeypatch: pytest.Monke
             intervals.append((mode, since, time.monotonic()))
         real_release(hold)
 
-    real_shared = devicelock.Hold.shared
+    real_shared, real_share = devicelock.Hold.shared, devicelock.Hold.share
 
     def shared(hold: devicelock.Hold) -> float:
         waited = float(real_shared(hold))
         started[id(hold)] = ("shared", time.monotonic())
         return waited
 
+    def share(hold: devicelock.Hold) -> None:
+        # Each interval recorded within the real one: the timing's ends before the conversion,
+        # the checks' shared one starts after it.
+        mode, since = started.pop(id(hold))
+        intervals.append((mode, since, time.monotonic()))
+        real_share(hold)
+        started[id(hold)] = ("shared", time.monotonic())
+
     monkeypatch.setattr(devicelock.Hold, "shared", shared)
+    monkeypatch.setattr(devicelock.Hold, "share", share)
     monkeypatch.setattr(devicelock.Hold, "exclusive", exclusive)
     monkeypatch.setattr(devicelock.Hold, "release", release)
     task = SCALE_ADD()

@@ -14,8 +14,9 @@ of a process that sees only GPU 3 (`CUDA_VISIBLE_DEVICES=3`, as Ray gives a GPU 
 Per GPU there are three kinds of file:
 
 - `<gpu>.lock`, the GPU itself: shared (`LOCK_SH`) by judgments' untimed work, exclusive
-  (`LOCK_EX`) while one times. (Earlier versions took it exclusively for a whole judgment, so
-  they still exclude every judgment of this one.)
+  (`LOCK_EX`) while one times, and shared again by that judgment once its timing is over, for
+  its checks of the timed outputs (`Hold.share`, a conversion in place). (Earlier versions took
+  it exclusively for a whole judgment, so they still exclude every judgment of this one.)
 - `<gpu>.turnstile`, writer preference: a shared taker passes through it (takes it, takes the GPU,
   lets it go) and an exclusive taker holds it while it waits for the shared holders to leave.
   So a judgment waiting to time is served before shared takers that come after it holds the
@@ -135,6 +136,19 @@ class Hold:
             self._lock_gpu(fcntl.LOCK_EX)
         self.mode = "exclusive"
         return self._waited(started)
+
+    def share(self) -> None:
+        """From exclusive to shared, the slots kept: others' shared work may run beside ours.
+
+        Converted in place on the lock's description, not let go and taken again: a judgment
+        waiting for the GPU alone holds the turnstile that shared takers pass, and would time
+        before this one's last shared work could start.
+        """
+        assert self.mode == "exclusive" and self._gpu is not None, (
+            f"the hold on {self.device} is {self.mode}, not exclusive"
+        )
+        self._lock_gpu(fcntl.LOCK_SH)
+        self.mode = "shared"
 
     def release(self) -> None:
         """Let go of the GPU and the slots (whatever is held)."""

@@ -238,6 +238,9 @@ SAMPLED_CALLS = 3
 #: Kernels launched from Python loops over heads, experts or chunks stay far below; work done
 #: element by element through PyTorch's scalar reads and writes does not.
 MAX_OPS_PER_CALL = 10_000
+#: The sampled timed outputs a judgment keeps, in bytes, to check once its timing is over and
+#: the GPU is shared again; past it, a config's are checked at once, the GPU still held alone.
+DEFERRED_SAMPLE_BYTES = 4 << 30
 
 
 def timing_for(
@@ -806,6 +809,17 @@ class _Evaluation:
         with candidate.child.stopped():
             self.hold.exclusive()
         return True
+
+    def share_again(self, candidate: _Worker) -> None:
+        """The timing is over: the candidate is reaped and the GPU is shared again.
+
+        Reaped first, so that no work of the submission's runs beside another judgment's
+        timing; what is left of the judgment (checking the sampled outputs) is shared work.
+        """
+        if self.hold is None or self.hold.mode != "exclusive":
+            return
+        candidate.finish()
+        self.hold.share()
 
     def _kept_kernels(self, candidate: _Worker) -> str | None:
         """Seed the candidate's private Triton cache from its files' earlier judgments.
@@ -1380,22 +1394,32 @@ class _CandidateSession:
         if names and self.ev.time_alone(self.worker):
             self.phase("device_wait_exclusive")
         self.worker.send(protocol.Command(command="time" if names else "stop", configs=names))
-        failure = None
+        # The checks of the sampled timed outputs wait until the timing is over and the GPU is
+        # shared again, so they do not hold it from another judgment's timing; unless the
+        # samples kept would grow past `DEFERRED_SAMPLE_BYTES`.
+        pending: list[tuple[_ConfigState, timekeeper.Followed]] = []
         for index, name in enumerate(names):
             if index:
-                # The worker waits between configs until the judge's checks of the last one,
-                # on the GPU, are done: none of its timed calls runs beside them.
+                # The worker waits between configs until the judge says so: none of its timed
+                # calls runs beside the judge's checks of the last one, where they run now.
                 self.worker.send(protocol.Command(command="next"))
-            failure = self._time(next(s for s in self.states if s.config.name == name))
-            if failure is not None:
-                return failure
+            state = next(s for s in self.states if s.config.name == name)
+            pending.append((state, self._time(state)))
+            if sum(_sampled_bytes(f) for _, f in pending) > DEFERRED_SAMPLE_BYTES:
+                failure = self._check_timings(pending)
+                pending = []
+                if failure is not None:
+                    return failure
         event, _ = self._next(timeout, "the end of timing")
         self._expect(event, protocol.Done, "'done'")
+        if pending:
+            self.ev.share_again(self.worker)
+        failure = self._check_timings(pending)
         self.phase("timing")
-        return None
+        return failure
 
-    def _time(self, state: _ConfigState) -> tuple[str, str] | None:
-        """One config's timing: every call bracketed by the judge's clock, secret samples."""
+    def _time(self, state: _ConfigState) -> timekeeper.Followed:
+        """One config's timed calls: every call bracketed by the judge's clock, secret samples."""
         assert state.timing is not None
         name = state.config.name
         timeout = self.task.spec.timeout_s
@@ -1406,7 +1430,7 @@ class _CandidateSession:
         if start.config != name:
             raise _Breach(f"expected the timing of config {name}, got {start.config!r}")
         try:
-            followed = timekeeper.follow(
+            return timekeeper.follow(
                 name,
                 # A call may take the config's whole cap; a sampled output comes right away.
                 lambda sampled: self._next(timeout if sampled else cap + timeout, where),
@@ -1416,6 +1440,22 @@ class _CandidateSession:
             )
         except timekeeper.Breach as breach:
             raise _Breach(str(breach)) from None
+
+    def _check_timings(
+        self, followed: list[tuple[_ConfigState, timekeeper.Followed]]
+    ) -> tuple[str, str] | None:
+        """Each config's timing checked in turn; the first that makes its times untrustworthy."""
+        for state, one in followed:
+            failure = self._check_timing(state, one)
+            if failure is not None:
+                return failure
+        return None
+
+    def _check_timing(
+        self, state: _ConfigState, followed: timekeeper.Followed
+    ) -> tuple[str, str] | None:
+        """A config's timing checked: its sampled outputs and clocks; its result recorded."""
+        name = state.config.name
         timed = followed.timed
         checking = time.monotonic()
         self.results[name], problem = self.ev._timed(
@@ -1442,6 +1482,11 @@ class _CandidateSession:
         if problem:
             return ("rejected", f"config {state.config.label()}: {problem}")
         return None
+
+
+def _sampled_bytes(followed: timekeeper.Followed) -> int:
+    """The bytes of a config's sampled timed outputs that the judge holds."""
+    return sum(int(t.nbytes) for outputs in followed.sampled.values() for t in outputs)
 
 
 _E = TypeVar("_E", bound=BaseModel)
