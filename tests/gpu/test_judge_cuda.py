@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gauntlet import confine, settings
-from gauntlet.judge import judge, kernel_cache, python_backend
+from gauntlet.judge import devicelock, judge, kernel_cache, python_backend, roofline
 from gauntlet.judge.pipeline import digest
 from gauntlet.judge.python_backend import PythonBackend
 from gauntlet.task import Config, load_task
@@ -54,6 +54,13 @@ def test_the_timed_outputs_are_checked_once_the_gpu_is_shared_again(
         return check(session, state, followed)  # type: ignore[arg-type]
 
     monkeypatch.setattr(python_backend._CandidateSession, "_check_timing", watched)
+    # The GPU's peaks, which the checks need, are measured (or read) before it is shared.
+    order: list[str] = []
+    peaks, share = roofline.device_peaks, devicelock.Hold.share
+    monkeypatch.setattr(
+        roofline, "device_peaks", lambda *a, **k: order.append("peaks") or peaks(*a, **k)
+    )
+    monkeypatch.setattr(devicelock.Hold, "share", lambda hold: order.append("share") or share(hold))
     task = SCALE_ADD()
     verdict = judge(task, task.root / "expert", device="cuda:0", seed=3)
     assert verdict.status == "pass", verdict.reason
@@ -61,6 +68,7 @@ def test_the_timed_outputs_are_checked_once_the_gpu_is_shared_again(
     # Deferred: every check after the candidate was reaped and the GPU shared again.
     want = ("shared", True) if deferred else ("exclusive", False)
     assert set(seen) == {want}
+    assert order[0] == "peaks" and order.count("share") == (1 if deferred else 0)
 
 
 @pytest.mark.parametrize(

@@ -1413,6 +1413,12 @@ class _CandidateSession:
         event, _ = self._next(timeout, "the end of timing")
         self._expect(event, protocol.Done, "'done'")
         if pending:
+            if self.ev.request.device.startswith("cuda"):
+                # The checks need the GPU's peaks (the speed of light), which its first
+                # judgment measures: with the GPU still held alone, as they must be.
+                from gauntlet.judge.roofline import device_peaks
+
+                device_peaks(self.ev.request.device)
             self.ev.share_again(self.worker)
         failure = self._check_timings(pending)
         self.phase("timing")
