@@ -204,7 +204,29 @@ class SearchFigures(BaseModel):
     """Per phase of a judgment, the median seconds over the judged candidates."""
     timeline: list[tuple[int, float]] = []
     """(candidates judged, seconds since the start), at each proposal."""
+    pace_s: float | None = None
+    """Seconds per candidate once the first `judges` were judged (`pace`)."""
+    projected_s: float | None = None
+    """The wall time of all `candidates` at that pace: a stopped search's figure."""
     judged_candidates: list[CandidateFigure] = []
+
+
+def pace(
+    timeline: list[tuple[int, float]], judges: int, candidates: int
+) -> tuple[float, float] | None:
+    """Seconds per candidate after the first `judges` judged, and all `candidates`' wall time.
+
+    The first judgments wait for the judge's start and the search's first proposals, which a
+    longer search pays once: so the pace is measured from the first point of the timeline
+    with `judges` candidates judged to its last, and the projection adds the rest at that pace.
+    None until the timeline has judged more candidates after that point.
+    """
+    start = next(((n, t) for n, t in timeline if n >= judges), None)
+    if start is None or timeline[-1][0] <= start[0]:
+        return None
+    (n0, t0), (n1, t1) = start, timeline[-1]
+    per = (t1 - t0) / (n1 - n0)
+    return per, t0 + (candidates - n0) * per
 
 
 class Figures:
@@ -252,6 +274,9 @@ class Figures:
         }
         if state == "running":
             figures.timeline.append((figures.judged, figures.wall_s))
+        paced = pace(figures.timeline, figures.judges, figures.candidates)
+        if paced is not None:
+            figures.pace_s, figures.projected_s = round(paced[0], 3), round(paced[1], 1)
 
         def knobs(record: CandidateJudged) -> dict[str, Value] | None:
             # Candidate k is proposal k, the seed candidate 0 (none is left unjudged).
@@ -297,14 +322,21 @@ class Figures:
             f"| {f.date} | {f.host} | {f.device} | {f.task_id} | {f.inputs} | {f.judges} | "
             f"{f.judged} ({f.correct} correct){state} | {f.wall_s:.1f} | {f.judge_s:.1f} | "
             f"{f.median_judge_s or 0:.2f} | {f.wall_s / max(f.judged, 1):.2f} | "
+            f"{_figure(f.pace_s, '.2f')} | {_figure(f.projected_s, '.0f')} | "
             f"{'yes' if f.within_target else 'no'} |"
         )
 
 
+def _figure(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
 HEADER = (
     "| date | host | device | task | inputs | judged at once | candidates judged | wall s | "
-    "judge s | median judge s | wall s per candidate | N within target |\n"
-    "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    "judge s | median judge s | wall s per candidate | s per candidate after the first at "
+    "once | N projected s | N within target |\n"
+    "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+    "| --- |"
 )
 
 

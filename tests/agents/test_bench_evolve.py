@@ -102,6 +102,17 @@ def test_a_search_writes_its_figures_and_a_table_with_the_header(
     lines = table.read_text().splitlines()
     assert lines[0].startswith("| date | host | device |") and len(lines) == 3
     assert f"| {RELU} | fixed | 2 | 4 (" in lines[2]
+    assert all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_the_pace_is_taken_after_the_first_judged_at_once_and_projects_all_n() -> None:
+    bench = _script()
+    # Three at once: the start (15 s) is paid once, then one every 3 s.
+    timeline = [(0, 15.0), (0, 15.1), (1, 16.0), (3, 21.0), (4, 24.0), (13, 51.0)]
+    per, projected = bench.pace(timeline, judges=3, candidates=200)
+    assert per == pytest.approx(3.0) and projected == pytest.approx(21.0 + 197 * 3.0)
+    assert bench.pace(timeline[:4], judges=3, candidates=200) is None
+    assert bench.pace(timeline[:2], judges=3, candidates=200) is None
 
 
 def test_a_search_stopped_by_sigterm_writes_what_it_judged_and_exits_3(tmp_path: Path) -> None:
