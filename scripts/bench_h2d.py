@@ -5,7 +5,8 @@ files (`channel.py`: sealed `memfd`s, mapped private) and move each onto the GPU
 widening it to float64 (`correctness._widened`). This times, for one frame-sized tensor:
 
 - `heap`: `tensor.to(device)` from ordinary (pageable) memory;
-- `mapped`: the same from a private mapping of a sealed memory file, as a frame arrives;
+- `mapped`: the same from a frame read off a socket (`channel.FrameReader`: a sealed memory
+  file, mapped), as the workers' outputs and references arrive;
 - `staged`: the mapped tensor through two pinned buffers in turn (`correctness.to_device`);
 - `registered`: the mapping pinned in place (`cudaHostRegister`, read-only), then copied;
 - `pinned`: from page-locked memory, the bus's own ceiling;
@@ -19,8 +20,7 @@ markdown table: seconds (median of `--repeats`) and GB/s.
 from __future__ import annotations
 
 import argparse
-import mmap
-import os
+import socket
 import statistics
 import threading
 import time
@@ -28,22 +28,20 @@ from collections.abc import Callable
 
 import torch
 
-from gauntlet.judge import channel, correctness
+from gauntlet.judge import correctness
+from gauntlet.judge.channel import FrameReader, write_frame
 
 _READ_ONLY_REGISTER = 8  # cudaHostRegisterReadOnly
 
 
 def _mapped(data: torch.Tensor) -> torch.Tensor:
-    """`data`'s bytes in a sealed memory file, mapped as the judge maps a frame's part."""
-    fd = os.memfd_create("bench", os.MFD_ALLOW_SEALING)
-    try:
-        os.write(fd, data.numpy().tobytes())
-        size = data.numel() * data.element_size()
-        address = channel._map(None, size, channel._READ_WRITE, mmap.MAP_PRIVATE, fd)
-    finally:
-        os.close(fd)
-    view = channel._view(address, size)
-    return torch.frombuffer(view, dtype=torch.uint8).view(data.dtype).reshape(data.shape)
+    """`data` as the judge receives it: a frame on a socket, its bytes in a memory file."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        write_frame(theirs.fileno(), {"event": "bench"}, [data])
+        _, tensors = FrameReader(ours.fileno()).read(None)
+    mapped: torch.Tensor = tensors[0]
+    return mapped
 
 
 def _timed(move: Callable[[], torch.Tensor], repeats: int) -> float:

@@ -255,7 +255,7 @@ def to_device(tensor: torch.Tensor, device: str) -> torch.Tensor:
     """
     import torch
 
-    size = tensor.numel() * tensor.element_size()
+    size = tensor.nbytes
     if tensor.device.type != "cpu" or not device.startswith("cuda") or size < STAGED_MIN_BYTES:
         return tensor.to(device)
     source = tensor.contiguous().reshape(-1).view(torch.uint8)
@@ -348,7 +348,7 @@ def unchecked_output(
         )
     if not (candidate.is_floating_point() and reference.is_floating_point()):
         return None
-    cand = candidate.to(device)
+    cand = to_device(candidate, device)
     stray = ~torch.isfinite(cand)
     if not bool(stray.any()):
         return None

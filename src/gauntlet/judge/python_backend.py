@@ -819,6 +819,11 @@ class _Evaluation:
         if self.hold is None or self.hold.mode != "exclusive":
             return
         candidate.finish()
+        # The checks need the GPU's peaks (the speed of light), which a machine's first
+        # judgment measures: with the GPU still held alone, as they must be.
+        from gauntlet.judge.roofline import device_peaks
+
+        device_peaks(self.request.device)
         self.hold.share()
 
     def _kept_kernels(self, candidate: _Worker) -> str | None:
@@ -1401,7 +1406,7 @@ class _CandidateSession:
         for index, name in enumerate(names):
             if index:
                 # The worker waits between configs until the judge says so: none of its timed
-                # calls runs beside the judge's checks of the last one, where they run now.
+                # calls runs beside the judge's checks of the last config, where those run here.
                 self.worker.send(protocol.Command(command="next"))
             state = next(s for s in self.states if s.config.name == name)
             pending.append((state, self._time(state)))
@@ -1413,12 +1418,6 @@ class _CandidateSession:
         event, _ = self._next(timeout, "the end of timing")
         self._expect(event, protocol.Done, "'done'")
         if pending:
-            if self.ev.request.device.startswith("cuda"):
-                # The checks need the GPU's peaks (the speed of light), which its first
-                # judgment measures: with the GPU still held alone, as they must be.
-                from gauntlet.judge.roofline import device_peaks
-
-                device_peaks(self.ev.request.device)
             self.ev.share_again(self.worker)
         failure = self._check_timings(pending)
         self.phase("timing")
