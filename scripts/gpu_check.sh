@@ -134,7 +134,7 @@ export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 # Judge workers run in sessions of their own; a step stopped by its timeout must not leave
 # them on the GPU while the next step times kernels.
-stop_workers() { pkill -f "gauntlet.judge.worker" 2>/dev/null; pkill -f "gauntlet.judge.cuda_build" 2>/dev/null; true; }
+stop_workers() { pkill -f "gauntlet.zygote" 2>/dev/null; pkill -f "gauntlet.judge.worker" 2>/dev/null; pkill -f "gauntlet.judge.cuda_build" 2>/dev/null; true; }
 
 # A step's command, stopped after STEP_TIMEOUT seconds (its workers with it).
 # SIGINT first: pytest then prints its summary (failures, durations) and the scripts stop as

@@ -94,7 +94,7 @@ def test_run_records_every_task_and_agent(
     workers = [
         p
         for p in psutil.Process().children(recursive=True)
-        if "gauntlet.judge.worker" in " ".join(p.cmdline())
+        if p.name() == "worker" or p.cmdline()[1:3] == ["-m", "gauntlet.judge.worker"]
     ]
     assert not workers
 

@@ -17,6 +17,10 @@ only the standard library and `ctypes`, and does, in order:
    left in the namespace (double forks and `setsid` included). The launcher exits with the
    command's code, or dies of the same signal, so the caller sees what it would see unconfined.
 
+`launch` does the same in the calling process with a callable as PID 2's command: a zygote's
+forked child (`gauntlet.zygote`) runs a module of the interpreter it already has, and since
+no `execve` drops the capabilities the user namespace granted, `drop_capabilities` does.
+
 Inside, by default: the toolchain read-only (`SYSTEM_DIRS`, with top-level symlinks such as
 `/bin -> usr/bin` kept as symlinks, and `ETC_ENTRIES` of `/etc`), the `readonly` paths read-only
 and the `writable` ones read-write (each at its resolved host path), a fresh `/proc` showing only
@@ -57,7 +61,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # mypy reads this as True; the launcher starts faster without `typing`
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Literal, NoReturn
 
 # Everything the launcher uses is imported above: after `pivot_root` the standard library's
@@ -135,6 +139,10 @@ _MOUNT_ATTR_RDONLY = 0x1
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP = 0x1
@@ -474,13 +482,50 @@ def _forward_signals(target: list[int], pending: list[int]) -> None:
         signal.signal(signum, forward)
 
 
+def enter_command() -> None:
+    """In PID 2, before the command runs: default signals, a session, no new privileges.
+
+    A session of its own, so that signals to a terminal's or the launcher's group miss it.
+    """
+    for signum in (*FORWARDED_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(signum, signal.SIG_DFL)
+    os.setsid()
+    _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def drop_capabilities() -> None:
+    """Give up every capability the new user namespace granted, as `execve` would.
+
+    For a command run without `execve`, which drops them here (the id inside is never 0).
+    The ambient set cleared, every capability dropped from the bounding set (so no later
+    `execve` regains one), then the effective, permitted and inheritable sets emptied; and the
+    process made dumpable again, as `execve` would (init is not: `_init`), so that its own
+    `/proc/self` files are its own.
+
+    Raises:
+        SetupError: The kernel refused a step.
+    """
+    _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear", "ambient")
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last = int(handle.read())
+    for cap in range(last + 1):
+        _check(_libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "drop from the bounding set", str(cap))
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint32) for n in ("effective", "permitted", "inheritable")]
+
+    header, data = Header(_LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "empty", "capabilities")
+    _check(_libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "make dumpable", "self")
+
+
 def _exec(argv: Sequence[str]) -> NoReturn:
     """In PID 2: become the command."""
     try:
-        for signum in (*FORWARDED_SIGNALS, signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(signum, signal.SIG_DFL)
-        os.setsid()
-        _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        enter_command()
         os.execvpe(argv[0], list(argv), os.environ)
     except OSError as err:
         code = NOT_FOUND if isinstance(err, FileNotFoundError) else EXEC_FAILED
@@ -491,9 +536,13 @@ def _exec(argv: Sequence[str]) -> NoReturn:
 
 
 def _init(
-    confinement: Confinement, steps: Sequence[_Step], argv: Sequence[str], cwd: str, report: int
+    confinement: Confinement,
+    steps: Sequence[_Step],
+    command: Callable[[], NoReturn],
+    cwd: str,
+    report: int,
 ) -> int:
-    """PID 1: build the root, run the command as PID 2, reap, and report its wait status."""
+    """PID 1: build the root, run `command` as PID 2, reap, and report its wait status."""
     target: list[int] = []
     pending: list[int] = []
     _forward_signals(target, pending)
@@ -516,7 +565,7 @@ def _init(
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # the command cannot read init's memory or fds
     pid = os.fork()
     if pid == 0:
-        _exec(argv)
+        command()
     target.append(pid)
     for signum in pending:
         os.kill(pid, signum)
@@ -549,10 +598,13 @@ def _parse(args: Sequence[str]) -> tuple[Confinement, list[str]]:
         raise SetupError("read the spec", args[1][:200], str(err)) from err
 
 
-def main(args: Sequence[str] | None = None) -> NoReturn:
-    """The launcher: `confine.py --spec JSON -- COMMAND...` runs COMMAND confined."""
+def launch(confinement: Confinement, command: Callable[[], NoReturn]) -> NoReturn:
+    """Run `command` confined as PID 2 (it must never return), and exit as it ends.
+
+    The launcher's work in this process: `main` execs a command line; a zygote's fork
+    (`gauntlet.zygote`) runs a module of the interpreter it already has.
+    """
     try:
-        confinement, argv = _parse(sys.argv[1:] if args is None else args)
         steps = _plan(confinement)
         cwd = os.path.realpath(confinement.cwd if confinement.cwd is not None else os.getcwd())
         _enter_namespaces(confinement.network)
@@ -575,7 +627,7 @@ def main(args: Sequence[str] | None = None) -> NoReturn:
             try:
                 os.read(alive_r, 1)  # EOF: the launcher died before PR_SET_PDEATHSIG
             except BlockingIOError:
-                code = _init(confinement, steps, argv, cwd, report_w)
+                code = _init(confinement, steps, command, cwd, report_w)
         except SetupError as err:
             print(f"confine: {err}", file=sys.stderr)
         except BaseException as err:  # noqa: BLE001 - init must exit, never return to main
@@ -588,6 +640,16 @@ def main(args: Sequence[str] | None = None) -> NoReturn:
     _, init_status = os.waitpid(init_pid, 0)
     report = os.read(report_r, 32)
     _die_like(int(report) if report else init_status)
+
+
+def main(args: Sequence[str] | None = None) -> NoReturn:
+    """The launcher: `confine.py --spec JSON -- COMMAND...` runs COMMAND confined."""
+    try:
+        confinement, argv = _parse(sys.argv[1:] if args is None else args)
+    except SetupError as err:
+        print(f"confine: {err}", file=sys.stderr)
+        os._exit(SETUP_FAILED)
+    launch(confinement, functools.partial(_exec, argv))
 
 
 if __name__ == "__main__":

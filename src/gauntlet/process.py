@@ -19,6 +19,7 @@ import contextlib
 import errno
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -30,7 +31,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gauntlet.confine import Confinement
+    from gauntlet.zygote import Zygote
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +152,59 @@ def _set_up_then(
     return [sys.executable, "-I", "-S", _PREEXEC, *options, "--", path, *argv]
 
 
+class Forked:
+    """A child a zygote forked (`gauntlet.zygote`), driven by `Child` as it drives a `Popen`.
+
+    The zygote is its parent: it reaps the child, after killing what was left in the child's
+    group, and writes its wait status to the status pipe read here. A pipe that ends without
+    one means the zygote died, and the child with it (SIGKILL).
+    """
+
+    def __init__(self, pid: int, status_fd: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._status_fd = status_fd
+        self._lock = threading.Lock()
+
+    def _read(self, timeout_s: float | None) -> int | None:
+        if self.returncode is None:
+            waiting = select.poll()
+            waiting.register(self._status_fd, select.POLLIN)
+            # Another thread may read and close the pipe meanwhile: then it set the code.
+            ready = waiting.poll(None if timeout_s is None else int(timeout_s * 1000))
+            if ready:
+                with self._lock:
+                    if self.returncode is None:
+                        data = os.read(self._status_fd, 64)
+                        os.close(self._status_fd)
+                        killed = -int(signal.SIGKILL)
+                        self.returncode = os.waitstatus_to_exitcode(int(data)) if data else killed
+        return self.returncode
+
+    def poll(self) -> int | None:
+        """The exit code once the child has ended (negative for a signal), else None."""
+        return self._read(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code; raises `subprocess.TimeoutExpired` past `timeout` seconds."""
+        code = self._read(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"zygote child {self.pid}", timeout or 0.0)
+        return code
+
+    def send_signal(self, signum: int) -> None:
+        """Signal the child, unless it has ended (its pid may be another process's by now)."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signum)
+
+    def signal_group(self, signum: int) -> None:
+        """Signal the child's group while it lives; once it has ended, the zygote killed it."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signum)
+
+
 class Child:
     """A running child process in its own session, with captured, capped output."""
 
@@ -162,6 +220,8 @@ class Child:
         on_stdout_line: Callable[[str], None] | None = None,
         die_with_parent: bool = False,
         rlimits: Mapping[int, int] | None = None,
+        zygote: Zygote | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
         """Start `argv` in its own session.
 
@@ -180,36 +240,53 @@ class Child:
                 Set up by `preexec.py` (about 15 ms more at the start), so is `rlimits`.
             rlimits: Resource limits set before the command runs, soft and hard, by number
                 (`resource.RLIMIT_AS`: bytes).
+            zygote: Fork the command from this zygote instead of executing it: `argv` must be
+                `[sys.executable, "-m", MODULE, ARGS...]`, its stdin is /dev/null and its
+                stdout is only captured. It dies with the zygote, which dies with this
+                process (whatever `die_with_parent` says: not with a thread).
+            confinement: With `zygote`, run it confined (`confine.launch`); without, wrap
+                `argv` with `confine.confined_argv` instead.
 
         Raises:
-            OSError: The command could not be started (not found, not executable).
+            OSError: The command could not be started (not found, not executable, the zygote
+                gone or refusing: `zygote.ZygoteError`).
         """
         if _stopping.is_set():
             raise Stopping(f"not starting '{argv[0]}': the run is stopping")
         self.argv = tuple(argv)
         """The command as started (/proc shows it only once the exec has finished)."""
-        die_with_parent = die_with_parent and sys.platform == "linux"
+        if zygote is not None and (stdin_data is not None or on_stdout_line is not None):
+            raise ValueError("a child forked by a zygote takes no stdin data nor stdout lines")
+        die_with_parent = die_with_parent and sys.platform == "linux" and zygote is None
         command = list(argv)
-        if die_with_parent or rlimits:
+        if confinement is not None and zygote is None:
+            from gauntlet.confine import confined_argv
+
+            command = confined_argv(command, confinement)
+        if die_with_parent or (rlimits and zygote is None):
             command = _set_up_then(
-                argv, env, cwd, die_with_parent=die_with_parent, rlimits=rlimits or {}
+                command, env, cwd, die_with_parent=die_with_parent, rlimits=rlimits or {}
             )
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
         self._limit = output_limit
         self._started = time.monotonic()
+        self._proc: subprocess.Popen[bytes] | Forked  # noqa: TID251 - the one place
         try:
-            self._proc = subprocess.Popen(  # noqa: TID251 - this module is the one place
-                command,
-                env=dict(env) if env is not None else None,
-                cwd=str(cwd) if cwd is not None else None,
-                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if on_stdout_line is not None else self._out,
-                stderr=self._err,
-                pass_fds=tuple(pass_fds),
-                start_new_session=True,
-            )
-        except OSError:
+            if zygote is not None:
+                self._proc = self._fork(zygote, argv, env, cwd, pass_fds, rlimits, confinement)
+            else:
+                self._proc = subprocess.Popen(  # noqa: TID251 - this module is the one place
+                    command,
+                    env=dict(env) if env is not None else None,
+                    cwd=str(cwd) if cwd is not None else None,
+                    stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE if on_stdout_line is not None else self._out,
+                    stderr=self._err,
+                    pass_fds=tuple(pass_fds),
+                    start_new_session=True,
+                )
+        except (OSError, ValueError):
             self._out.close()
             self._err.close()
             raise
@@ -217,20 +294,50 @@ class Child:
             _live.add(self)
         # The reader starts first: a child that writes before it reads its stdin never blocks.
         self._reader: threading.Thread | None = None
+        self._finished: Finished | None = None
         if on_stdout_line is not None:
             self._reader = threading.Thread(
                 target=self._stream_stdout, args=(on_stdout_line,), daemon=True
             )
             self._reader.start()
-        if stdin_data is not None and self._proc.stdin is not None:
+        stdin = None if isinstance(self._proc, Forked) else self._proc.stdin
+        if stdin_data is not None and stdin is not None:
             try:
-                self._proc.stdin.write(stdin_data)
-                self._proc.stdin.close()
+                stdin.write(stdin_data)
+                stdin.close()
             except BrokenPipeError:
                 logger.debug("child %s closed its stdin early", argv[0])
 
+    def _fork(
+        self,
+        zygote: Zygote,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        cwd: Path | None,
+        pass_fds: Sequence[int],
+        rlimits: Mapping[int, int] | None,
+        confinement: Confinement | None,
+    ) -> Forked:
+        """The command forked by `zygote`, with our output files and `pass_fds` in place."""
+        if len(argv) < 3 or argv[0] != sys.executable or argv[1] != "-m":
+            raise ValueError(f"a zygote runs `{sys.executable} -m MODULE ...`, not {argv[:3]}")
+        fds = {1: self._out.fileno(), 2: self._err.fileno(), **{fd: fd for fd in pass_fds}}
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            return zygote.spawn(
+                argv[2],
+                argv[3:],
+                env=dict(os.environ if env is None else env),
+                cwd=Path.cwd() if cwd is None else cwd,
+                fds={0: null, **fds},
+                rlimits=rlimits,
+                confinement=confinement,
+            )
+        finally:
+            os.close(null)
+
     def _stream_stdout(self, on_line: Callable[[str], None]) -> None:
-        stream = self._proc.stdout
+        stream = None if isinstance(self._proc, Forked) else self._proc.stdout
         assert stream is not None
         kept = 0
         for raw in iter(stream.readline, b""):
@@ -298,6 +405,9 @@ class Child:
                     os.kill(pid, signal.SIGCONT)
 
     def _signal_group(self, signum: int) -> None:
+        if isinstance(self._proc, Forked):
+            self._proc.signal_group(signum)
+            return
         try:
             os.killpg(self._proc.pid, signum)
         except ProcessLookupError:
@@ -330,15 +440,19 @@ class Child:
             timeout_s: Seconds to wait (None: no limit).
             kill_tree: Kill with `kill_tree` instead of `kill_group` (descendants that left the
                 group go too).
+
+        A second call returns what the first did.
         """
+        if self._finished is not None:
+            return self._finished
         kill = self.kill_tree if kill_tree else self.kill_group
         timed_out = False
         try:
-            self._proc.wait(timeout=timeout_s)
+            returncode = self._proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill()
-            self._proc.wait()
+            returncode = self._proc.wait()
         # Orphans the child left behind in its group (e.g. a spawned helper) go too.
         kill()
         with _live_lock:
@@ -347,7 +461,7 @@ class Child:
             # A descendant that escaped every kill may hold the pipe open; do not wait on it.
             self._reader.join(timeout=READER_JOIN_S)
         finished = Finished(
-            returncode=self._proc.returncode,
+            returncode=returncode,
             stdout=read_capped(self._out, self._limit),
             stderr=read_capped(self._err, self._limit),
             timed_out=timed_out,
@@ -355,6 +469,7 @@ class Child:
         )
         self._out.close()
         self._err.close()
+        self._finished = finished
         return finished
 
 

@@ -37,6 +37,11 @@ REFERENCE_BYTES = int(os.environ.get("GAUNTLET_REFERENCE_BYTES", "0"))
 #: killed. Off, the candidate's shared mappings stay uncounted (a known hole, README.md).
 MEMORY_CGROUP = os.environ.get("GAUNTLET_MEMORY_CGROUP", "off") == "on"
 
+#: Whether the judge's workers are forked from a zygote that has imported PyTorch, Triton and
+#: TorchDynamo once (`gauntlet.zygote`; off: "off", each worker a fresh interpreter that imports
+#: them itself, about 5 s of CPU; for comparing the two and for finding a fault of the zygote's).
+ZYGOTE = os.environ.get("GAUNTLET_ZYGOTE", "on") != "off"
+
 #: Names of the variables read elsewhere (each module reads its own at the point of use).
 API_KEY_ENV = "OPENAI_API_KEY"
 """The key of the OpenAI-compatible endpoint the `toolcall` agent talks to."""

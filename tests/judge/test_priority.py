@@ -16,13 +16,18 @@ from gauntlet.judge.service import Judge
 from tests.support.fixtures import SCALE_ADD
 
 
+def _is_worker(proc: psutil.Process) -> bool:
+    return proc.name() == "worker" or proc.cmdline()[1:3] == ["-m", "gauntlet.judge.worker"]
+
+
 def _worker_process(pid: int) -> int:
     """The worker's own process under a started handle (a confined one runs a few levels down)."""
     deadline = time.monotonic() + 30
     while True:
-        # (Its command line shows once the start-up steps before it have exec'd into it.)
+        # (Its command line shows once the start-up steps before it have exec'd into it; one
+        # forked by the zygote has the zygote's command line and the name `worker`.)
         tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-        found = [p.pid for p in tree if p.cmdline()[1:3] == ["-m", "gauntlet.judge.worker"]]
+        found = [p.pid for p in tree if _is_worker(p)]
         if found or time.monotonic() > deadline:
             return found[-1]
         time.sleep(0.05)

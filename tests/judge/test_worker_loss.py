@@ -75,6 +75,31 @@ def test_a_reference_worker_killed_mid_work_is_replaced(monkeypatch: pytest.Monk
     assert "reference worker killed by SIGKILL" in verdict.environment["rejudged"]
 
 
+def test_a_zygote_killed_mid_judgment_is_started_again_and_the_judgment_made_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The workers' zygote dies while the reference works: both workers die with it (SIGKILL),
+    # which is a lost worker, and the judgment's second try forks from a new zygote.
+    task = SCALE_ADD()
+    real = python_backend._Evaluation._collect_reference
+    killed: list[int] = []
+
+    def kill_zygote(self: Any, worker: Any) -> dict[str, float]:
+        if not killed:
+            zygote = workers.worker_zygote("cpu")
+            killed.append(zygote.child.pid)
+            os.kill(zygote.child.pid, signal.SIGKILL)
+            zygote.child.wait(10)
+        return real(self, worker)
+
+    monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", kill_zygote)
+    verdict = judge(task, task.root / "expert", device="cpu", seed=8105)
+    assert killed
+    assert verdict.status == "pass", verdict.reason
+    assert "killed by SIGKILL" in verdict.environment["rejudged"]
+    assert workers.worker_zygote("cpu").child.pid != killed[0]
+
+
 def test_a_spare_that_died_as_it_was_taken_costs_no_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1534,6 +1534,17 @@ def _import_trusted(device: str, ahead: bool = False) -> None:
             torch.zeros(1).add_(1)
 
 
+def preload(device: str) -> None:
+    """A zygote's imports (`gauntlet.zygote`, `workers.worker_zygote`).
+
+    `_import_trusted`'s, and TorchDynamo, which the watch's first entry imports (1.75 s of
+    CPU), so that no worker forked from it pays for either. Nothing here starts a thread or
+    touches the GPU.
+    """
+    _import_trusted(device)
+    import torch._dynamo  # noqa: F401
+
+
 #: The stack of the thread that does the worker's work, where the main thread's would be
 #: unbounded (`ulimit -s unlimited`): TorchDynamo, Inductor's sympy and Triton's compiler recurse
 #: deeply. Otherwise the main thread's own limit, at least 8 MiB.

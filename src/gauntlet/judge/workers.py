@@ -15,12 +15,15 @@ The simulator workers run trusted code only, so they are not confined.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import resource
 import signal
 import socket
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +33,7 @@ from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
 from gauntlet.judge.channel import FrameReader, write_frame
+from gauntlet.zygote import Zygote
 
 logger = logging.getLogger(__name__)
 
@@ -156,12 +160,14 @@ class WorkerHandle:
         confined: confine.Confinement | None = None,
         args: Sequence[str] = (),
         die_with_parent: bool = False,
+        zygote: Zygote | None = None,
     ) -> None:
         """Start `python -m module COMMAND_FD RESULT_FD [ARGS...]`.
 
         `die_with_parent`: killed when the thread that starts it ends (`process.Child`), for a
         worker of one judgment, which that thread finishes; never for a pooled worker that
-        other threads go on using.
+        other threads go on using. `zygote`: forked from it instead (`gauntlet.zygote`), which
+        has imported what the module needs; it dies with the zygote, which dies with us.
 
         Raises:
             OSError: The process could not be started.
@@ -171,8 +177,6 @@ class WorkerHandle:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         result_r, result_w = ours.detach(), theirs.detach()
         argv = [sys.executable, "-m", module, str(request_r), str(result_w), *args]
-        if confined is not None:
-            argv = confine.confined_argv(argv, confined)
         try:
             self.child = process.Child(
                 argv,
@@ -181,6 +185,8 @@ class WorkerHandle:
                 pass_fds=(request_r, result_w),
                 die_with_parent=die_with_parent,
                 rlimits={resource.RLIMIT_AS: memory_limit_bytes} if memory_limit_bytes else None,
+                zygote=zygote,
+                confinement=confined,
             )
         except OSError:
             for fd in (request_w, result_r):
@@ -263,11 +269,57 @@ def python_worker(
     Raises:
         OSError: The process could not be started.
     """
+    kind = device.split(":")[0]
     return WorkerHandle(
         "gauntlet.judge.worker",
         env=worker_env(tmp, device, private_cache=confined is not None),
         cwd=tmp,
         confined=confined,
-        args=(device.split(":")[0], *(["idle"] if spare else []), *(["ahead"] if ahead else [])),
+        args=(kind, *(["idle"] if spare else []), *(["ahead"] if ahead else [])),
         die_with_parent=True,
+        zygote=worker_zygote(kind) if settings.ZYGOTE else None,
     )
+
+
+_zygotes: dict[tuple[str, ...], Zygote] = {}
+#: Variables a worker's own environment sets, or that nothing reads at import: a zygote
+#: started under other values of these serves as well (tests change PATH and HOME).
+_PER_WORKER = frozenset({"HOME", "TMPDIR", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "PATH"})
+_zygotes_lock = threading.Lock()
+
+
+def worker_zygote(kind: str) -> Zygote:
+    """This process's zygote of judge workers for devices of `kind` (`cpu`, `cuda`, `rocm`).
+
+    Started at first use, and again if it died (a run's Ctrl-C kills it with every child) or
+    the environment a worker keeps has changed since; it ends with this process. Its preload is
+    `worker.preload`: what every worker imports before its request, and TorchDynamo.
+
+    Raises:
+        zygote.ZygoteError: It could not start (an `OSError`, as a worker that cannot start).
+    """
+    kept = [k for k in settings.WORKER_ENV_KEEP if k in os.environ and k not in _PER_WORKER]
+    key = (kind, *(f"{k}={os.environ[k]}" for k in kept))
+    with _zygotes_lock:
+        found = _zygotes.get(key)
+        if found is not None and found.alive():
+            return found
+        home = Path(tempfile.mkdtemp(prefix=f"gauntlet-zygote-{kind}-"))
+        preload = ("gauntlet.judge.worker:preload", kind)
+        started = Zygote(preload, worker_env(home, kind), home, ZYGOTE_START_S)
+        _zygotes[key] = started
+        if found is not None:
+            found.close()
+        return started
+
+
+#: Seconds a workers' zygote may take to import (a cold disk cache, a busy host).
+ZYGOTE_START_S = 300.0
+
+
+@atexit.register
+def _close_zygotes() -> None:
+    with _zygotes_lock:
+        for started in _zygotes.values():
+            started.close()
+        _zygotes.clear()
