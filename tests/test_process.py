@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from gauntlet import preexec, process
+from tests.support.processes import gone
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
 
@@ -35,19 +36,6 @@ threading.Thread(target=start).start()
 """
 
 
-def _gone(pid: int, within_s: float) -> bool:
-    """Whether process `pid` has ended (or is a zombie) within `within_s` seconds."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_a_child_dies_when_its_starter_is_killed() -> None:
     pids: list[str] = []
     got_pid = threading.Event()
@@ -63,11 +51,11 @@ def test_a_child_dies_when_its_starter_is_killed() -> None:
     try:
         assert got_pid.wait(30), starter.wait(0).stderr
         child = int(pids[0])
-        assert psutil.Process(child).cmdline()[:1] == ["sleep"] or not _gone(child, 0.5)
+        assert psutil.Process(child).cmdline()[:1] == ["sleep"] or not gone(child, 0.5)
     finally:
         os.kill(starter.pid, signal.SIGKILL)  # not the group: the child must go on its own
         starter.wait()
-    assert _gone(child, 10), psutil.Process(child).cmdline()
+    assert gone(child, 10), psutil.Process(child).cmdline()
 
 
 def test_a_child_dies_when_the_thread_that_started_it_ends() -> None:
@@ -79,7 +67,7 @@ def test_a_child_dies_when_the_thread_that_started_it_ends() -> None:
     thread.join()
     child = started[0]
     try:
-        assert _gone(child.pid, 10)
+        assert gone(child.pid, 10)
     finally:
         child.wait(0)
 

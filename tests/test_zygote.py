@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -11,12 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from gauntlet import process
-from gauntlet.judge import workers
+from gauntlet.judge import judge, workers
 from gauntlet.zygote import Zygote, ZygoteError
+from tests.support.fixtures import SCALE_ADD
+from tests.support.processes import gone
 
 ENV = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -40,18 +42,6 @@ def _fork(zygote: Zygote, folder: Path, *args: str, **kwargs: object) -> process
     env = {**ENV, "HOME": str(folder), "TMPDIR": str(folder)}
     argv = [sys.executable, "-m", "probe", *args]
     return process.Child(argv, env=env, cwd=folder, zygote=zygote, **kwargs)  # type: ignore[arg-type]
-
-
-def _gone(pid: int, within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_a_child_runs_the_module_as_python_m_would(zygote: Zygote, tmp_path: Path) -> None:
@@ -131,7 +121,7 @@ def test_a_timeout_kills_the_child_and_what_it_started(zygote: Zygote, tmp_path:
     assert helpers
     finished = child.wait(0.5)
     assert finished.timed_out
-    assert all(_gone(pid, 5) for pid in helpers)
+    assert all(gone(pid, 5) for pid in helpers)
 
 
 def test_a_dead_zygote_takes_its_children_and_refuses_spawns(tmp_path: Path) -> None:
@@ -142,7 +132,7 @@ def test_a_dead_zygote_takes_its_children_and_refuses_spawns(tmp_path: Path) -> 
     os.kill(zygote.child.pid, signal.SIGKILL)
     finished = child.wait(10)
     assert finished.returncode == -signal.SIGKILL
-    assert _gone(child.pid, 5)
+    assert gone(child.pid, 5)
     assert not zygote.alive()
     with pytest.raises(ZygoteError, match="zygote is gone"):
         _fork(zygote, folder)
@@ -178,7 +168,7 @@ def test_an_owner_that_dies_takes_the_zygote_and_its_children(tmp_path: Path) ->
     assert len(pids) == 2, started.wait(0).stderr
     started.kill_group()
     started.wait(5)
-    assert all(_gone(pid, 10) for pid in pids)
+    assert all(gone(pid, 10) for pid in pids)
 
 
 def test_a_failed_preload_is_a_zygote_error_that_says_why(tmp_path: Path) -> None:
@@ -188,8 +178,51 @@ def test_a_failed_preload_is_a_zygote_error_that_says_why(tmp_path: Path) -> Non
 
 def test_the_judges_zygote_is_started_again_once_it_died() -> None:
     first = workers.worker_zygote("cpu")
+    assert first is not None
     assert workers.worker_zygote("cpu") is first
     os.kill(first.child.pid, signal.SIGKILL)
     first.child.wait(10)
     second = workers.worker_zygote("cpu")
-    assert second is not first and second.alive()
+    assert second is not None and second is not first and second.alive()
+
+
+def test_where_no_zygote_starts_the_workers_start_on_their_own_and_judge_alike(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A kernel without pidfd_open, a preload that fails: the judge says why, once, and each
+    # worker is a program of its own again.
+    tries: list[str] = []
+
+    def refuse(*args: object, **kwargs: object) -> Zygote:
+        tries.append("start")
+        raise ZygoteError("the zygote did not start: refused by the test")
+
+    monkeypatch.setattr(workers, "Zygote", refuse)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "a-key-of-this-test-alone")
+    task = SCALE_ADD()
+    with caplog.at_level(logging.WARNING, logger="gauntlet.judge.workers"):
+        verdict = judge(task, task.root / "expert", device="cpu", seed=8110)
+    assert verdict.status == "pass", verdict.reason
+    assert tries == ["start"]
+    assert "judge workers start without a zygote" in caplog.text
+    assert "refused by the test" in caplog.text
+
+
+def test_a_zygote_found_dead_at_the_spawn_is_replaced_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    dead = workers.worker_zygote("cpu")
+    assert dead is not None
+    os.kill(dead.child.pid, signal.SIGKILL)
+    dead.child.wait(10)
+    real = workers.worker_zygote
+    handed: list[Zygote | None] = []
+
+    def dead_first(kind: str) -> Zygote | None:
+        handed.append(dead if not handed else real(kind))
+        return handed[-1]
+
+    monkeypatch.setattr(workers, "worker_zygote", dead_first)
+    task = SCALE_ADD()
+    verdict = judge(task, task.root / "expert", device="cpu", seed=8111)
+    assert verdict.status == "pass", verdict.reason
+    assert handed[0] is dead and all(z is not dead for z in handed[1:])
+    assert "rejudged" not in verdict.environment

@@ -67,8 +67,6 @@ from gauntlet import confine, process
 MESSAGE_BYTES = 1 << 20
 #: Descriptors one request may carry: stdin, stdout, stderr, the status pipe, passed ones.
 MAX_FDS = 16
-#: Seconds a zygote may take to import its preload before its start is given up.
-READY_TIMEOUT_S = 300.0
 #: Exit code of a launcher that could not set itself up (as the `confine` launcher's).
 SETUP_FAILED = confine.SETUP_FAILED
 _PR_SET_PDEATHSIG = 1
@@ -85,8 +83,8 @@ class Spawn(BaseModel):
     env: dict[str, str]
     cwd: str
     targets: tuple[int, ...]
-    """The descriptor number each attached descriptor gets in the child, in order; the first
-    attached descriptor is the status pipe, which the zygote keeps and the child never sees."""
+    """The number in the child of each attached descriptor after the first, in order. The first
+    is the status pipe, which the zygote keeps and the child never sees."""
     rlimits: dict[int, int] = {}
     confinement: str | None = None
     """`confine.Confinement.to_json()`, or None to run unconfined."""
@@ -276,6 +274,7 @@ def serve(control: int, preload: Sequence[str]) -> NoReturn:
     """The zygote: preload, say ready, then fork what is asked until the control socket ends."""
     sock = socket.socket(fileno=control)
     try:
+        os.close(os.pidfd_open(os.getpid()))  # Linux 5.3 or later: how children are watched
         _preload(preload)
     except BaseException as err:  # noqa: BLE001 - reported to the owner, then the end
         traceback.print_exc()
@@ -404,13 +403,14 @@ class Zygote:
             raise ZygoteError(f"the zygote could not start '{module}': {spawned.error}")
         return process.Forked(spawned.pid, status_r)
 
-    def close(self) -> None:
-        """End it (its children die with it) and reap it."""
+    def close(self) -> process.Finished:
+        """End it (its children die with it), reap it, and say how it ended."""
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
-        self.child.wait(timeout_s=5.0)
+        finished = self.child.wait(timeout_s=5.0)
         shutil.rmtree(self.home, ignore_errors=True)
+        return finished
 
 
 def _main(argv: Sequence[str]) -> NoReturn:

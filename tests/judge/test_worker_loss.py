@@ -87,6 +87,7 @@ def test_a_zygote_killed_mid_judgment_is_started_again_and_the_judgment_made_aga
     def kill_zygote(self: Any, worker: Any) -> dict[str, float]:
         if not killed:
             zygote = workers.worker_zygote("cpu")
+            assert zygote is not None
             killed.append(zygote.child.pid)
             os.kill(zygote.child.pid, signal.SIGKILL)
             zygote.child.wait(10)
@@ -97,7 +98,8 @@ def test_a_zygote_killed_mid_judgment_is_started_again_and_the_judgment_made_aga
     assert killed
     assert verdict.status == "pass", verdict.reason
     assert "killed by SIGKILL" in verdict.environment["rejudged"]
-    assert workers.worker_zygote("cpu").child.pid != killed[0]
+    again = workers.worker_zygote("cpu")
+    assert again is not None and again.child.pid != killed[0]
 
 
 def test_a_spare_that_died_as_it_was_taken_costs_no_verdict(

@@ -16,6 +16,7 @@ The simulator workers run trusted code only, so they are not confined.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import resource
@@ -33,7 +34,7 @@ from pydantic import BaseModel
 
 from gauntlet import confine, process, settings
 from gauntlet.judge.channel import FrameReader, write_frame
-from gauntlet.zygote import Zygote
+from gauntlet.zygote import Zygote, ZygoteError
 
 logger = logging.getLogger(__name__)
 
@@ -270,15 +271,25 @@ def python_worker(
         OSError: The process could not be started.
     """
     kind = device.split(":")[0]
-    return WorkerHandle(
+    start = functools.partial(
+        WorkerHandle,
         "gauntlet.judge.worker",
         env=worker_env(tmp, device, private_cache=confined is not None),
         cwd=tmp,
         confined=confined,
         args=(kind, *(["idle"] if spare else []), *(["ahead"] if ahead else [])),
         die_with_parent=True,
-        zygote=worker_zygote(kind) if settings.ZYGOTE else None,
     )
+    zygote = worker_zygote(kind) if settings.ZYGOTE and sys.platform == "linux" else None
+    if zygote is None:
+        return start()
+    try:
+        return start(zygote=zygote)
+    except ZygoteError:
+        if zygote.alive():
+            raise
+        # It died since it was looked up (a run's Ctrl-C, the OOM killer): once more, anew.
+        return start(zygote=worker_zygote(kind))
 
 
 _zygotes: dict[tuple[str, ...], Zygote] = {}
@@ -286,17 +297,18 @@ _zygotes: dict[tuple[str, ...], Zygote] = {}
 #: started under other values of these serves as well (tests change PATH and HOME).
 _PER_WORKER = frozenset({"HOME", "TMPDIR", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "PATH"})
 _zygotes_lock = threading.Lock()
+#: Keys of zygotes that could not start: not tried again by this process.
+_zygotes_failed: set[tuple[str, ...]] = set()
 
 
-def worker_zygote(kind: str) -> Zygote:
+def worker_zygote(kind: str) -> Zygote | None:
     """This process's zygote of judge workers for devices of `kind` (`cpu`, `cuda`, `rocm`).
 
     Started at first use, and again if it died (a run's Ctrl-C kills it with every child) or
     the environment a worker keeps has changed since; it ends with this process. Its preload is
-    `worker.preload`: what every worker imports before its request, and TorchDynamo.
-
-    Raises:
-        zygote.ZygoteError: It could not start (an `OSError`, as a worker that cannot start).
+    `worker.preload`: what every worker imports before its request, and TorchDynamo. None where
+    it could not start (logged once, with why): each worker then starts as a program of its
+    own, which imports for itself, and says for itself what fails in its imports.
     """
     kept = [k for k in settings.WORKER_ENV_KEEP if k in os.environ and k not in _PER_WORKER]
     key = (kind, *(f"{k}={os.environ[k]}" for k in kept))
@@ -304,12 +316,25 @@ def worker_zygote(kind: str) -> Zygote:
         found = _zygotes.get(key)
         if found is not None and found.alive():
             return found
+        if key in _zygotes_failed:
+            return None
         home = Path(tempfile.mkdtemp(prefix=f"gauntlet-zygote-{kind}-"))
         preload = ("gauntlet.judge.worker:preload", kind)
-        started = Zygote(preload, worker_env(home, kind), home, ZYGOTE_START_S)
+        try:
+            started = Zygote(preload, worker_env(home, kind), home, ZYGOTE_START_S)
+        except ZygoteError as err:
+            _zygotes_failed.add(key)
+            logger.warning("judge workers start without a zygote: %s", err)
+            return None
         _zygotes[key] = started
         if found is not None:
-            found.close()
+            ended = found.close()
+            logger.warning(
+                "the judge workers' zygote for %s ended (exit %s), another started: %s",
+                kind,
+                ended.returncode,
+                ended.stderr[-2000:].strip() or "it wrote nothing",
+            )
         return started
 
 
