@@ -11,11 +11,13 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gauntlet import process
-from gauntlet.judge import judge, workers
+from gauntlet.judge import judge, python_backend, workers
+from gauntlet.judge.backend import BuildResult
 from gauntlet.zygote import Zygote, ZygoteError
 from tests.support.fixtures import SCALE_ADD
 from tests.support.processes import gone
@@ -226,3 +228,32 @@ def test_a_zygote_found_dead_at_the_spawn_is_replaced_once(monkeypatch: pytest.M
     assert verdict.status == "pass", verdict.reason
     assert handed[0] is dead and all(z is not dead for z in handed[1:])
     assert "rejudged" not in verdict.environment
+
+
+def test_a_judgment_starts_the_zygote_while_its_submission_builds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The zygote's imports overlap the build (a CUDA build takes seconds to a minute): the
+    # build below returns only once a new zygote serves, which nothing but the build asked for.
+    old = workers.worker_zygote("cpu")
+    assert old is not None
+    os.kill(old.child.pid, signal.SIGKILL)
+    old.child.wait(10)
+    real = python_backend.PythonBackend.build
+    served: list[bool] = []
+
+    def build(self: python_backend.PythonBackend, *args: Any) -> BuildResult:
+        result = real(self, *args)
+        deadline = time.monotonic() + 60
+        while not any(z.alive() for z in workers._zygotes.values()):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        served.append(any(z.alive() for z in workers._zygotes.values()))
+        return result
+
+    monkeypatch.setattr(python_backend.PythonBackend, "build", build)
+    task = SCALE_ADD()
+    verdict = judge(task, task.root / "expert", device="cpu", seed=8112)
+    assert verdict.status == "pass", verdict.reason
+    assert served == [True]

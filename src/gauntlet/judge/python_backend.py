@@ -107,7 +107,10 @@ class PythonBackend:
         The syntax was checked by the contract gate; import errors surface as `build_error`
         from the candidate worker. CUDA submissions are compiled here, by nvcc in a build
         process with no GPU (`cuda_build.py`), so the GPU worker only loads the libraries.
+        The workers' zygote starts meanwhile, where this process has none yet
+        (`workers.warm_zygote`): a cold judgment waits for the longer of the two, not both.
         """
+        workers.warm_zygote(device)
         folder = workdir / "submission"
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in submission.files.items():
