@@ -71,6 +71,7 @@ MAX_FDS = 16
 SETUP_FAILED = confine.SETUP_FAILED
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class Spawn(BaseModel):
@@ -144,7 +145,7 @@ def _become(spawn: Spawn) -> NoReturn:
         # Its command line is the zygote's: its name (`ps -o comm`, psutil's `name()`) says
         # what it runs instead, the module's last part.
         name = spawn.module.rsplit(".", 1)[-1][:15].encode()
-        ctypes.CDLL(None).prctl(_PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+        _libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
         os.environ.clear()
         os.environ.update(spawn.env)
         tempfile.tempdir = None
@@ -189,9 +190,8 @@ def _launcher(spawn: Spawn, fds: Sequence[int], zygote: int, started: int) -> No
     answers: the caller may signal the group at once.
     """
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != zygote:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != zygote:  # it died before the request: nothing would kill us
             os._exit(SETUP_FAILED)
         os.setsid()
         os.write(started, b"s")
@@ -228,6 +228,7 @@ def _spawn(sock: socket.socket, message: bytes, fds: list[int]) -> tuple[int, in
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     started_r, started_w = os.pipe()
+    zygote = os.getpid()
     try:
         pid = os.fork()
     except OSError as err:
@@ -236,7 +237,7 @@ def _spawn(sock: socket.socket, message: bytes, fds: list[int]) -> tuple[int, in
         _send(sock, Spawned(error=f"fork failed: {err}"))
         return None
     if pid == 0:
-        _launcher(spawn, given, os.getppid(), started_w)
+        _launcher(spawn, given, zygote, started_w)
     for fd in (*given, started_w):
         os.close(fd)
     os.read(started_r, 1)  # nothing: it died before, and is reaped and reported as any end

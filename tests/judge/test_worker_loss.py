@@ -57,18 +57,31 @@ def test_a_worker_lost_twice_is_the_judges_error(monkeypatch: pytest.MonkeyPatch
         judge(task, task.root / "expert", device="cpu", seed=8103)
 
 
-def test_a_reference_worker_killed_mid_work_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
-    task = SCALE_ADD()
+def _kill_as_the_reference_works(monkeypatch: pytest.MonkeyPatch, kill: Any) -> list[int]:
+    """Call `kill(worker)` once, as the judge first reads a reference worker's results.
+
+    Returns the list that the pid `kill` returns goes into.
+    """
     real = python_backend._Evaluation._collect_reference
-    calls: list[int] = []
+    killed: list[int] = []
 
     def kill_first(self: Any, worker: Any) -> dict[str, float]:
-        if not calls:
-            calls.append(worker.child.pid)
-            os.killpg(worker.child.pid, signal.SIGKILL)
+        if not killed:
+            killed.append(kill(worker))
         return real(self, worker)
 
     monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", kill_first)
+    return killed
+
+
+def test_a_reference_worker_killed_mid_work_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    task = SCALE_ADD()
+
+    def kill(worker: Any) -> int:
+        os.killpg(worker.child.pid, signal.SIGKILL)
+        return int(worker.child.pid)
+
+    calls = _kill_as_the_reference_works(monkeypatch, kill)
     verdict = judge(task, task.root / "expert", device="cpu", seed=8104)
     assert calls
     assert verdict.status == "pass", verdict.reason
@@ -81,19 +94,15 @@ def test_a_zygote_killed_mid_judgment_is_started_again_and_the_judgment_made_aga
     # The workers' zygote dies while the reference works: both workers die with it (SIGKILL),
     # which is a lost worker, and the judgment's second try forks from a new zygote.
     task = SCALE_ADD()
-    real = python_backend._Evaluation._collect_reference
-    killed: list[int] = []
 
-    def kill_zygote(self: Any, worker: Any) -> dict[str, float]:
-        if not killed:
-            zygote = workers.worker_zygote("cpu")
-            assert zygote is not None
-            killed.append(zygote.child.pid)
-            os.kill(zygote.child.pid, signal.SIGKILL)
-            zygote.child.wait(10)
-        return real(self, worker)
+    def kill(worker: Any) -> int:
+        zygote = workers.worker_zygote("cpu")
+        assert zygote is not None
+        os.kill(zygote.child.pid, signal.SIGKILL)
+        zygote.child.wait(10)
+        return zygote.child.pid
 
-    monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", kill_zygote)
+    killed = _kill_as_the_reference_works(monkeypatch, kill)
     verdict = judge(task, task.root / "expert", device="cpu", seed=8105)
     assert killed
     assert verdict.status == "pass", verdict.reason

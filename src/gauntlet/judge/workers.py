@@ -303,9 +303,10 @@ def warm_zygote(device: str) -> None:
     the zygote's imports (7.2 s on a fresh H200 host), which a cold judgment waited for after
     the build.
     """
-    if not _zygote_wanted():
-        return
     kind = device.split(":")[0]
+    running = _zygotes.get(_zygote_key(kind))
+    if not _zygote_wanted() or (running is not None and running.alive()):
+        return
     threading.Thread(
         target=worker_zygote, args=(kind,), name="gauntlet-zygote-start", daemon=True
     ).start()
@@ -320,6 +321,12 @@ _zygotes_lock = threading.Lock()
 _zygotes_failed: set[tuple[str, ...]] = set()
 
 
+def _zygote_key(kind: str) -> tuple[str, ...]:
+    """What a zygote for `kind` is kept under: the kind and the environment its imports read."""
+    kept = [k for k in settings.WORKER_ENV_KEEP if k in os.environ and k not in _PER_WORKER]
+    return (kind, *(f"{k}={os.environ[k]}" for k in kept))
+
+
 def worker_zygote(kind: str) -> Zygote | None:
     """This process's zygote of judge workers for devices of `kind` (`cpu`, `cuda`, `rocm`).
 
@@ -329,8 +336,7 @@ def worker_zygote(kind: str) -> Zygote | None:
     it could not start (logged once, with why): each worker then starts as a program of its
     own, which imports for itself, and says for itself what fails in its imports.
     """
-    kept = [k for k in settings.WORKER_ENV_KEEP if k in os.environ and k not in _PER_WORKER]
-    key = (kind, *(f"{k}={os.environ[k]}" for k in kept))
+    key = _zygote_key(kind)
     with _zygotes_lock:
         found = _zygotes.get(key)
         if found is not None and found.alive():
