@@ -11,8 +11,16 @@ widening it to float64 (`correctness._widened`). This times, for one frame-sized
 - `registered`: the mapping pinned in place (`cudaHostRegister`, read-only), then copied;
 - `pinned`: from page-locked memory, the bus's own ceiling;
 
-and `staged` again with `--threads` copies at once (judgments side by side). It prints a
-markdown table: seconds (median of `--repeats`) and GB/s.
+and `staged` again with `--threads` copies at once (judgments side by side). The other way,
+a GPU tensor of the same size leaving a worker, the writer's seconds:
+
+- `frame out`: written as a frame on a socket (`channel.write_frame`: staged through pinned
+  memory, then written into a fresh memory file), as a worker sends outputs and references;
+- `into existing pages`: the same copies into a memory file whose pages were allocated
+  before the clock started (`posix_fallocate`);
+- `pages allocated`: `posix_fallocate` of a fresh memory file of that size alone.
+
+It prints a markdown table: seconds (median of `--repeats`) and GB/s.
 
     python scripts/bench_h2d.py --mib 512 --repeats 5 --threads 3
 """
@@ -20,6 +28,7 @@ markdown table: seconds (median of `--repeats`) and GB/s.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import threading
@@ -29,7 +38,7 @@ from collections.abc import Callable
 import torch
 
 from gauntlet.judge import correctness
-from gauntlet.judge.channel import FrameReader, write_frame
+from gauntlet.judge.channel import FrameReader, to_host, write_frame
 
 _READ_ONLY_REGISTER = 8  # cudaHostRegisterReadOnly
 
@@ -42,6 +51,45 @@ def _mapped(data: torch.Tensor) -> torch.Tensor:
         _, tensors = FrameReader(ours.fileno()).read(None)
     mapped: torch.Tensor = tensors[0]
     return mapped
+
+
+def _frame_out(data: torch.Tensor) -> torch.Tensor:
+    """Send `data` (on the GPU) as a frame on a socket; the reader never maps it."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        write_frame(theirs.fileno(), {"event": "bench"}, [data])
+    return data
+
+
+class _Prefaulted:
+    """A memory file of `size` bytes whose pages exist; `fill` copies a GPU tensor into it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.memory = -1
+
+    def allocate(self) -> None:
+        if self.memory >= 0:
+            os.close(self.memory)
+        self.memory = os.memfd_create("bench-prefaulted")
+        os.posix_fallocate(self.memory, 0, self.size)
+
+    def fill(self, data: torch.Tensor) -> torch.Tensor:
+        view = memoryview(to_host(data).reshape(-1).view(torch.uint8).numpy().data)
+        position = 0
+        while view:
+            written = os.pwrite(self.memory, view, position)
+            view, position = view[written:], position + written
+        return data
+
+
+def _allocated(size: int) -> torch.Tensor:
+    memory = os.memfd_create("bench-fresh")
+    try:
+        os.posix_fallocate(memory, 0, size)
+    finally:
+        os.close(memory)
+    return torch.empty(0)
 
 
 def _timed(move: Callable[[], torch.Tensor], repeats: int) -> float:
@@ -103,6 +151,22 @@ def main() -> None:
         return data
 
     together_s = _timed(together, args.repeats)
+    on_gpu = data.to(device)
+    rows.append(
+        ("frame out (GPU to a fresh memory file)", _timed(lambda: _frame_out(on_gpu), args.repeats))
+    )
+    prefaulted = _Prefaulted(on_gpu.numel() * on_gpu.element_size())
+    out_s = []
+    for _ in range(args.repeats):
+        prefaulted.allocate()
+        out_s.append(_timed(lambda: prefaulted.fill(on_gpu), 1))
+    rows.append(("into existing pages (GPU to a prefaulted file)", statistics.median(out_s)))
+    rows.append(
+        (
+            "pages allocated (fallocate alone)",
+            _timed(lambda: _allocated(prefaulted.size), args.repeats),
+        )
+    )
     assert torch.equal(correctness.to_device(mapped, device).cpu(), data)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {args.mib} MiB float32\n")
     print("| move | seconds | GB/s |\n| --- | --- | --- |")

@@ -22,8 +22,9 @@ taken; `spare importing`: taken before its imports were done, so the judgment wa
 them; `new`: no spare; and the median seconds a spare's imports took). On a GPU the timing's
 columns say where a timed call's host time goes
 (`timing.pairs.*`: fresh inputs, queueing the call, waiting for the device, waiting for the
-judge's go-ahead, sending sampled outputs: staging them to the host, then in a memory file or
-inline on the socket; `timing.judge*`: the judge's own share), with the
+judge's go-ahead, sending sampled outputs: staging them to the host, then in a memory file, in
+parts (`.make`: the files made and filled) or inline on the socket; `timing.judge*`: the
+judge's own share), with the
 timed calls and milliseconds of `timing.pairs` per call, and of them the device's and the
 sampled outputs'.
 With `--threads N`, each case is then judged by N threads at once through
@@ -35,7 +36,8 @@ share the GPU except while one times (`docs/gpu.md`, the GPU's lock). With
 as a whole process (`SCRIPT PROBLEM KERNEL BUILD_DIR OUT_JSON`, the anchors' `kb_eval_one.py`
 interface), cold (fresh build folder) and warm (same folder), in a second table; where there
 are as many cases as KernelBench cases, the i-th of each is compared (issue 18's ratios).
-Every row is printed, and `--out` rewritten, as soon as it is measured: a run stopped by a
+Every row is printed, and `--out` rewritten, as soon as it is measured (`--verdicts`: each
+judgment's whole verdict, every phase, appended as a JSON line): a run stopped by a
 time-out keeps what it measured. A case our judge cannot judge (its own failure, e.g. the task
 needs a device not here) is a row saying so and exit status 1, as is a KernelBench side
 whose every warm process failed.
@@ -65,8 +67,16 @@ from gauntlet.task import Task, load_task
 #: Parts of `correctness`: the configs' first calls (compiling, loading kernels) and the
 #: judge's own comparisons, of which moving the tensors to the comparing device; and, where a
 #: config's references were too large to hold (docs/gpu.md), the wait for each one streamed
-#: from the reference worker (inside `compare` and `timing.judge_check`).
-PARTS = ("first_trial", "compare", "compare.moved", "reference.streamed")
+#: from the reference worker (inside `compare` and `timing.judge_check`). Of `reference`, the
+#: results sent (`reference.send`), of which their memory files made and filled (`.make`).
+PARTS = (
+    "first_trial",
+    "compare",
+    "compare.moved",
+    "reference.streamed",
+    "reference.send",
+    "reference.send.make",
+)
 #: Parts of `timing` (GPU only): the timed pairs, split per step of a call by the worker
 #: (`timing.measure`), and the judge's own share of the exchanges (`timekeeper.follow`).
 TIMING_PARTS = (
@@ -79,6 +89,7 @@ TIMING_PARTS = (
     "timing.pairs.sample.stage",
     "timing.pairs.sample.file",
     "timing.pairs.sample.parts",
+    "timing.pairs.sample.parts.make",
     "timing.pairs.sample.inline",
     "timing.judge",
     "timing.judge_samples",
@@ -139,9 +150,12 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
 class Table:
     """The markdown output: rows printed, and `out` rewritten, as each is measured."""
 
-    def __init__(self, title: str, out: Path | None) -> None:
+    def __init__(self, title: str, out: Path | None, verdicts: Path | None = None) -> None:
         self.lines = [title]
         self.out = out
+        self.verdicts = verdicts
+        if verdicts is not None:
+            verdicts.write_text("")
         print(title, flush=True)
         self._save()
 
@@ -154,6 +168,13 @@ class Table:
     def _save(self) -> None:
         if self.out is not None:
             self.out.write_text("\n".join(self.lines) + "\n")
+
+    def keep(self, label: str, wall_s: float, verdict: Verdict) -> None:
+        """Append a judgment's whole verdict (every phase, not only the table's) to `verdicts`."""
+        if self.verdicts is not None:
+            line = {"judgment": label, "wall_s": wall_s, "verdict": verdict.model_dump(mode="json")}
+            with self.verdicts.open("a") as out:
+                out.write(json.dumps(line) + "\n")
 
 
 @dataclass
@@ -196,6 +217,7 @@ def bench_case(
             time_cap_s=time_cap_s,
         )  # fmt: skip
         timed.cold_s = time.monotonic() - started
+        table.keep(f"{label} cold", timed.cold_s, verdict)
         table.add(_row(f"{label} cold", [timed.cold_s], [verdict]))
     with Judge(device=device, time_cap_s=time_cap_s, spare_workers=spares) as service:
         if not service.warm(device, wait_s=120, imported=True):
@@ -209,6 +231,8 @@ def bench_case(
                 verdicts.append(service.eval(task, submission, seed=seed + 1 + k, mode=mode))
                 walls.append(time.monotonic() - started)
             suffix = "warm" if mode == "final" else "warm feedback"
+            for wall, verdict in zip(walls, verdicts, strict=True):
+                table.keep(f"{label} {suffix}", wall, verdict)
             table.add(_row(f"{label} {suffix}", walls, verdicts))
             if mode == "final":
                 timed.warm_s = statistics.median(walls)
@@ -333,6 +357,9 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
+        "--verdicts", type=Path, help="JSON lines: every judgment's wall and whole verdict"
+    )
+    parser.add_argument(
         "--no-cold", action="store_true", help="skip the cold judgment (builds must be cached)"
     )
     parser.add_argument(
@@ -370,6 +397,7 @@ def main() -> int:
         f"Judge cost per candidate on {args.device}, {time.strftime('%Y-%m-%d')}, seconds "
         "(medians; phases from the verdicts' `phases_s`)",
         args.out,
+        args.verdicts,
     )
     if task_ids or args.case:
         table.add(

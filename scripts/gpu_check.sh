@@ -20,9 +20,10 @@
 #   ray      ray.log and scaling.md: the Ray engine on this host's GPUs (tests/engines/
 #            test_ray_gpu.py, then scripts/bench_engines.py on one GPU and on all of them);
 #            needs Ray: carry .ray-kit/ (scripts/ray_kit.py builds it), installed where missing
-#   kb       kb.md and kb.log: issue 18's side by side, KernelBench's own eval and our judge on
-#            the same problem and the same naive kernel (scripts/bench_judge.py --case with
-#            --kernelbench-case), cold and warm; needs .kb-kit/: build it on a machine with the
+#   kb       kb.md, kb.log and kb-verdicts.jsonl (every judgment's whole verdict): issue 18's
+#            side by side, KernelBench's own eval and our judge on the same problem and the
+#            same naive kernel (scripts/bench_judge.py --case with --kernelbench-case), cold
+#            and warm; needs .kb-kit/: build it on a machine with the
 #            KernelBench snapshot (`python scripts/kb_kit.py`, 0.35 MiB: KernelBench's src/,
 #            the anchors' scripts and kernels, our imported tasks, cases.tsv) and carry it
 #            (carry [".whl", ".kb-kit"]; STEP_TIMEOUT=520 scripts/gpu_check.sh "$OUT" env kb)
@@ -243,7 +244,7 @@ for step in "${steps[@]}"; do
             done
             # shellcheck disable=SC2086
             bounded python3 scripts/bench_judge.py --device cuda:0 --repeats "${KB_REPEATS:-3}" \
-                --out "$out/kb.md" "${ours[@]}" --kernelbench-eval .kb-kit/kb_eval_one.py "${theirs[@]}" \
+                --out "$out/kb.md" --verdicts "$out/kb-verdicts.jsonl" "${ours[@]}" --kernelbench-eval .kb-kit/kb_eval_one.py "${theirs[@]}" \
                 ${KB_ARGS:-} 2>&1 | tee -a "$out/kb.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;

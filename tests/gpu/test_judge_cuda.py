@@ -33,6 +33,14 @@ def test_expert_is_timed_on_the_gpu(tmp_path: Path) -> None:
         assert timing.sol is not None and timing.sol_fraction is not None
         assert 0 < timing.sol_fraction <= 1.1
     assert verdict.speedup is not None
+    # The sampled outputs' seconds are split by the way they went, and those ways into their
+    # steps (`file.make`...), counted once: the go-ahead's wait is what is left, never less.
+    phases = verdict.phases_s
+    ways = [k for k in phases if k.startswith("timing.pairs.sample.") and k.count(".") == 3]
+    assert ways and phases["timing.pairs.sample"] == pytest.approx(
+        sum(phases[k] for k in ways), rel=1e-6
+    )
+    assert phases["timing.pairs.report"] >= 0.0
 
 
 @pytest.mark.parametrize("deferred", [True, False], ids=["deferred", "at_once"])

@@ -124,8 +124,13 @@ def test_large_frames_on_a_socket_travel_in_a_sealed_memory_file() -> None:
     big = torch.randn(1 << 19, dtype=torch.float64)  # 4 MiB: over SHARED_MIN_BYTES
     small = torch.arange(7, dtype=torch.int32)
     reader = FrameReader(read_fd)
-    write_frame(write_fd, {"event": "big"}, [big, small])
-    write_frame(write_fd, {"event": "small"}, [small])
+    spent: dict[str, float] = {}
+    assert write_frame(write_fd, {"event": "big"}, [big, small], spent) == "file"
+    # Where a shared frame's time went: its file made and filled, then passed.
+    assert sorted(spent) == ["make", "send"] and all(s >= 0 for s in spent.values())
+    inline: dict[str, float] = {}
+    assert write_frame(write_fd, {"event": "small"}, [small], inline) == "inline"
+    assert inline == {}
     header, tensors = reader.read(time.monotonic() + 5)
     assert header == {"event": "big"}
     assert torch.equal(tensors[0], big) and torch.equal(tensors[1], small)

@@ -191,14 +191,20 @@ def _decode_array(
 
 
 def write_frame(
-    fd: int, header: dict[str, Any], tensors: Sequence[torch.Tensor | np.ndarray] | None = None
+    fd: int,
+    header: dict[str, Any],
+    tensors: Sequence[torch.Tensor | np.ndarray] | None = None,
+    spent: dict[str, float] | None = None,
 ) -> FramePath:
     """Write one frame: the header (with tensor descriptions added) and the tensors' bytes.
 
     Returns the way the bytes went. On a socket, a frame of `SHARED_MIN_BYTES` or more goes in
     memory files: one, or parts within this process's file-size limit (the module's
-    docstring); inline where not even the first part can be made.
+    docstring); inline where not even the first part can be made. `spent`, where given, gets
+    the seconds of a shared frame's steps added: `make` (the memory files made, filled and
+    sealed) and `send` (their descriptors passed, waits for the reader included).
     """
+    laps = spent if spent is not None else {}
     blobs: list[memoryview] = []
     metas: list[dict[str, Any]] = []
     for tensor in tensors or []:
@@ -209,8 +215,10 @@ def write_frame(
     part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and _is_socket(fd) else None
     first = -1
     if part_bytes is not None:
+        started = time.perf_counter()
         try:
             first = _sealed_file(blobs, 0, min(part_bytes, total))
+            _add(laps, "make", started)
         except OSError as err:
             if err.errno not in _NO_FILE:
                 raise
@@ -230,11 +238,24 @@ def write_frame(
         return "inline"
     assert part_bytes is not None
     with socket.socket(fileno=os.dup(fd)) as sock:
+        started = time.perf_counter()
         _send_part(sock, fd, message, first)
+        _add(laps, "send", started)
         for offset in range(part_bytes, total, part_bytes):
             size = min(part_bytes, total - offset)
-            _send_part(sock, fd, _LENGTH.pack(size), _sealed_file(blobs, offset, size))
+            started = time.perf_counter()
+            memory = _sealed_file(blobs, offset, size)
+            made = _add(laps, "make", started)
+            _send_part(sock, fd, _LENGTH.pack(size), memory)
+            _add(laps, "send", made)
     return "file" if part_bytes >= total else "parts"
+
+
+def _add(laps: dict[str, float], step: str, since: float) -> float:
+    """Add the seconds since `since` to `laps[step]`; return now."""
+    now = time.perf_counter()
+    laps[step] = laps.get(step, 0.0) + now - since
+    return now
 
 
 def _part_bytes(total: int) -> int | None:

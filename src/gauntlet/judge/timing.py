@@ -276,9 +276,10 @@ def measure(
     `after_call(role, pair, output)` runs after every timed call, device synchronised: the
     worker reports the call to the judge there and waits for it (the judge's clock, and its
     choice of outputs to check); it returns the seconds it spent sending a sampled output, by
-    step (none for a call not sampled). `compiled` (for `torch2*` tracks: `torch.compile` of the
-    reference, compiled ahead by the caller) is timed after the pairs, under the same protocol,
-    for the record only; a string is why it could not be compiled.
+    step (none for a call not sampled; a step named `a.b` is a part of step `a`). `compiled`
+    (for `torch2*` tracks: `torch.compile` of the reference, compiled ahead by the caller) is
+    timed after the pairs, under the same protocol, for the record only; a string is why it
+    could not be compiled.
 
     The pairs' host time is split per step into the laps `pairs.prepare` (fresh inputs),
     `pairs.launch` (queueing the flush, the busy-wait, the events and the call), `pairs.sync`
@@ -344,7 +345,8 @@ def measure(
                     result.baseline_us.append(elapsed_us)
                 sent = after_call(role, k, out)
                 t4 = clock()
-                sent_s = sum(sent.values())
+                # A step named `a.b` is a part of step `a`, already in its seconds.
+                sent_s = sum(seconds for step, seconds in sent.items() if "." not in step)
                 prepare_s += t1 - t0
                 launch_s += t2 - t1
                 sync_s += t3 - t2

@@ -72,8 +72,13 @@ GLUE_OPS = frozenset("cat stack pad constant_pad_nd item is_nonzero _local_scala
 AUTOGRAD_OPS = frozenset({"ones_like", "add", "add_", "sum", "expand", "_to_copy"})
 
 
-def _send(fd: int, event: BaseModel, tensors: list[torch.Tensor] | None = None) -> FramePath:
-    return write_frame(fd, event.model_dump(), tensors)
+def _send(
+    fd: int,
+    event: BaseModel,
+    tensors: list[torch.Tensor] | None = None,
+    spent: dict[str, float] | None = None,
+) -> FramePath:
+    return write_frame(fd, event.model_dump(), tensors, spent)
 
 
 def _load_module(path: Path, name: str) -> ModuleType:
@@ -647,6 +652,9 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
     laps = timing.Laps()
     run = _ReferenceRun(request, laps)
     laps.lap("setup")
+    # Of the `send` laps (each result staged to the host, then written): the memory files
+    # made and filled, and their passing to the judge.
+    spent: dict[str, float] = {}
     held_bytes = 0
     streamed: set[str] = set()
     for config in request.configs:
@@ -667,22 +675,25 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
                     output_bytes=output_bytes,
                     expected=expected,
                 ),
+                spent=spent,
             )
             laps.lap("send")
             streamed.add(config.name)
             continue
         held_bytes += needed
-        _send(fd, *first)
+        _send(fd, *first, spent)
         laps.lap("send")
         del first
         for index in range(1, len(config.trials)):
-            _send(fd, *run.trial(config, index))
+            _send(fd, *run.trial(config, index), spent)
             laps.lap("send")
         for sample in config.samples:
-            _send(fd, *run.sample(config, sample.position))
+            _send(fd, *run.sample(config, sample.position), spent)
             laps.lap("send")
     if streamed:
         run.release()
+    for step, seconds in spent.items():
+        laps.add(f"send.{step}", seconds)
     _send(fd, protocol.Done(event="done", phases=laps.totals))
     return _serve_orders(request, fd, commands, run, streamed)
 
@@ -1380,7 +1391,8 @@ def _report_call(
     sampled): `stage` (to the host, through pinned memory for a GPU output), then the way the
     frame went (`channel.FramePath`): `file` (one memory file), `parts` (several, each within
     the largest file this process may make, `_bound_memory_files`) or `inline` (on the socket:
-    a frame under 1 MiB, or one no memory file could be made for).
+    a frame under 1 MiB, or one no memory file could be made for); of a file's or the parts'
+    seconds, `.make` (the files made and filled) and `.send` (passed to the judge).
     """
     _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
     command = protocol.parse_command(commands.read(None)[0])
@@ -1389,12 +1401,15 @@ def _report_call(
     started = time.perf_counter()
     outputs = [to_host(o) for o in timing.forward_outputs(out, backward)]
     staged = time.perf_counter()
+    spent: dict[str, float] = {}
     path = _send(
         fd,
         protocol.SampledOutput(event="sampled_output", position=position, count=len(outputs)),
         outputs,
+        spent,
     )
-    return {"stage": staged - started, path: time.perf_counter() - staged}
+    steps = {"stage": staged - started, path: time.perf_counter() - staged}
+    return steps | {f"{path}.{step}": seconds for step, seconds in spent.items()}
 
 
 def _compile_references(
