@@ -86,6 +86,18 @@ def test_both_workers_of_a_cuda_task_load_the_prebuilt_units(tmp_path: Path) -> 
     assert evaluation._request("reference", evaluation.states).submission is None
 
 
+def test_the_wait_for_the_workers_ready_is_split_by_their_own_steps() -> None:
+    # `imports` is the judge's wait from the workers' start to their `ready`; each worker says
+    # where its share went, from its request to that report.
+    task = with_spec(SCALE_ADD(), memory_limit_mb=512)
+    verdict = judge(task, task.root / "expert", device="cpu", seed=2, mode="feedback")
+    assert verdict.status == "pass", verdict.reason
+    steps = {k for k in verdict.phases_s if k.startswith("imports.")}
+    candidate = {f"imports.candidate.{s}" for s in ("request", "memory_cap", "prebuilt", "trusted")}
+    assert steps == candidate | {"imports.reference.prebuilt"}
+    assert all(verdict.phases_s[k] >= 0.0 for k in steps)
+
+
 def test_the_memory_limit_is_what_the_work_may_add_past_the_imports(tmp_path: Path) -> None:
     task = with_spec(SCALE_ADD(), memory_limit_mb=512)
     # PyTorch's import alone maps more than 512 MB: the limit counts from after it.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import psutil
 import pytest
 
 from gauntlet.errors import ConfigError
-from gauntlet.judge import judge, python_backend, spares
+from gauntlet.judge import judge, protocol, python_backend, spares
 from gauntlet.judge.service import Judge
 from gauntlet.runner import _warm_judge
 from gauntlet.task import Task, load_task
@@ -131,6 +132,16 @@ def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+def _kept_reference(pool: spares.SparePool | None) -> spares.Spare:
+    """The pool's one reference worker, once back from its reset (in the background)."""
+    assert pool is not None
+    deadline = time.monotonic() + 60
+    while pool._resets and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (kept,) = [s for s in pool._spares if s.role == "reference"]
+    return kept
+
+
 def _needs_confinement() -> None:
     """A reference worker is kept only where candidates are confined."""
     if (why := spares.confine.available()) is not None:
@@ -146,7 +157,7 @@ def test_one_reference_worker_serves_a_judges_judgments(
     with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
         warm.warm("cpu", wait_s=60)
         verdicts = [warm.eval(task, task.root / "expert", seed=s) for s in (7101, 7102)]
-        (kept,) = [s for s in warm._pool._spares if s.role == "reference"]
+        kept = _kept_reference(warm._pool)
         assert kept.served == 2 and kept.handle.child.pid == pids[0]
     assert [v.status for v in verdicts] == ["pass", "pass"], [v.reason for v in verdicts]
     assert len(pids) == 2 and pids[0] == pids[1]
@@ -336,3 +347,57 @@ def test_back_to_back_judgments_through_a_warm_judge_wait_for_no_imports(tmp_pat
         assert verdicts[1].environment["reference_worker"] == "kept"
     # The wait for the workers' 'ready' is then no import (seconds): a generous bound.
     assert all(v.phases_s["imports"] < 5.0 for v in verdicts), [v.phases_s for v in verdicts]
+
+
+def test_a_judgment_waits_for_a_kept_reference_worker_still_resetting(tmp_path: Path) -> None:
+    _needs_confinement()
+    pool = _pool(tmp_path)
+    taken: list[spares.Spare] = []
+    try:
+        kept = pool.take("reference", "cpu", tmp_path)
+        assert kept is not None
+        pool.resetting(kept)
+        # Not asked to wait: a fresh spare (or none), never the one resetting.
+        other = pool.take("reference", "cpu", tmp_path)
+        assert other is not kept
+        taken += [s for s in (other,) if s is not None]
+        idle = protocol.Idle(event="idle", host_bytes=1 << 30, device_bytes=0)
+        threading.Timer(0.5, pool.give_back, (kept, idle)).start()
+        started = time.monotonic()
+        again = pool.take("reference", "cpu", tmp_path, wait_s=60)
+        # It waited for the reset to end, and got the worker that served before.
+        assert again is kept and again.origin == "kept"
+        assert time.monotonic() - started >= 0.4
+        taken.append(kept)
+    finally:
+        for spare in taken:
+            spare.discard()
+        pool.close()
+
+
+def test_a_judgment_goes_on_while_its_reference_worker_resets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reset (0.2 s here, seconds after a fresh worker's first judgment on a GPU host) is
+    # no part of the judgment's wall: it ends before the reset may begin. The next judgment
+    # waits for the worker and gets it back.
+    _needs_confinement()
+    task = SCALE_ADD()
+    judged = threading.Event()
+    began: list[bool] = []
+    reset = python_backend._Evaluation._reset
+
+    def after_the_judgment(self: Any, worker: Any, pool: Any, spare: Any) -> None:
+        began.append(judged.wait(20))
+        reset(self, worker, pool, spare)
+
+    monkeypatch.setattr(python_backend._Evaluation, "_reset", after_the_judgment)
+    with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
+        warm.warm("cpu", wait_s=60)
+        first = warm.eval(task, task.root / "expert", seed=7131, mode="feedback")
+        judged.set()
+        second = warm.eval(task, task.root / "expert", seed=7132, mode="feedback")
+    assert [v.status for v in (first, second)] == ["pass", "pass"], second.reason
+    assert began[0] is True
+    assert first.environment["reference_worker"] != "kept"
+    assert second.environment["reference_worker"] == "kept"

@@ -118,8 +118,10 @@ def test_a_spare_that_died_as_it_was_taken_costs_no_verdict(
     real = spares.SparePool.take
     killed: list[str] = []
 
-    def take_and_kill(self: spares.SparePool, role: Any, *args: Any) -> spares.Spare | None:
-        spare = real(self, role, *args)
+    def take_and_kill(
+        self: spares.SparePool, role: Any, *args: Any, **kwargs: Any
+    ) -> spares.Spare | None:
+        spare = real(self, role, *args, **kwargs)
         if spare is not None:
             # Between the pool's check that it lives and the judgment's request.
             os.killpg(spare.handle.child.pid, signal.SIGKILL)

@@ -230,6 +230,8 @@ class Ready(_Frame):
     memory_cap_bytes: int = Field(default=0, ge=0)
     """The worker's memory cap as set (`worker.memory_cap`; 0: none), which sizes a candidate's
     memory cgroup."""
+    phases: Annotated[dict[Name, Number], Field(max_length=MAX_ITEMS)] = Field(default_factory=dict)
+    """Seconds of its steps from its request to this report (the judge's `imports.<role>.*`)."""
 
 
 class Imported(_Frame):

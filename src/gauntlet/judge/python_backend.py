@@ -614,7 +614,7 @@ class _Evaluation:
         pool = spares.active() if self.spares_allowed else None
         spare = None
         if pool is not None:
-            spare = pool.take(role, self.request.device, self.task.root)
+            spare = pool.take(role, self.request.device, self.task.root, wait_s=RESET_S)
         if pool is None or spare is None:
             confinement = self._confinement() if role == "candidate" else None
             # A cold candidate first enters its watch once it is started, while the judge
@@ -633,17 +633,31 @@ class _Evaluation:
         return _Worker.adopt(spare, pool, request)
 
     def _let_go(self, worker: _Worker) -> None:
-        """Done with the reference worker: a kept one is reset and given back, any other ends.
+        """Done with the reference worker: a kept one resets in the background, any other ends.
 
-        Called where a worker that ran to its end used to exit, before the GPU is released:
-        the reset returns its cached GPU memory to the device before the candidate runs on
-        (no checker) or before the next judgment (a checker), and it is idle while another
-        judgment's candidate is timed. A worker that does not reset is let go, never the
-        judgment's failure: its results are in.
+        Called where a worker that ran to its end used to exit. Its cached GPU memory went
+        back to the device before its last results (`worker.run_reference`); the rest of the
+        reset (`resident.ProcessState.restore`: modules, TorchDynamo, a garbage collection)
+        takes 0.2 s on this project's 2-core machine and seconds after a fresh worker's first
+        judgment on a GPU host, so the judgment goes on meanwhile, and the next judgment that
+        wants the worker waits for it (`spares.SparePool.take`). A worker that does not reset
+        is let go, never the judgment's failure: its results are in.
         """
-        if worker.pool is None or worker.spare is None:
+        pool, spare = worker.pool, worker.spare
+        if pool is None or spare is None:
             worker.close()
             return
+        worker.spare = None
+        pool.resetting(spare)
+        threading.Thread(
+            target=self._reset,
+            args=(worker, pool, spare),
+            name=f"judge-reset-{self.task.task_id}"[:60],
+            daemon=True,
+        ).start()
+
+    def _reset(self, worker: _Worker, pool: spares.SparePool, spare: spares.Spare) -> None:
+        """Tell a kept reference worker to reset, and give it back to `pool` (`_let_go`)."""
         idle = None
         try:
             worker.send(protocol.Command(command="stop"))
@@ -652,12 +666,12 @@ class _Evaluation:
                 idle = event
             else:
                 logger.warning("a reference worker answered 'stop' with '%s'", event.event)
-        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame, OSError) as err:
             logger.warning(
                 "a reference worker did not reset after '%s': %s", self.task.task_id, err
             )
-        worker.pool.give_back(worker.spare, idle)
-        worker.spare = None
+        finally:
+            pool.give_back(spare, idle)
 
     def _stage(
         self, spare: spares.Spare, request: protocol.WorkerRequest
@@ -739,6 +753,11 @@ class _Evaluation:
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
             }
+            for worker, role in ((reference, "reference"), (candidate, "candidate")):
+                if worker is not None and worker.ready is not None:
+                    # The worker's own split of that wait, from its request to its report.
+                    steps = _phases(worker.ready.phases)
+                    phases.update({f"imports.{role}.{k}": v for k, v in steps.items()})
             self._contain_memory(candidate)
             for worker, role in ((reference, "reference"), (candidate, "candidate")):
                 if worker is not None and worker.imported is not None:

@@ -69,6 +69,9 @@ RESIDENT_DEVICE_BYTES = 256 << 20
 #: The most candidate spares kept ahead per device, however fast judgments take them (each
 #: is a process with PyTorch imported: hundreds of MB of host memory).
 MOST_AHEAD = 8
+#: Seconds `SparePool.close` waits for reference workers resetting in the background: longer
+#: than a reset's own deadline (`python_backend.RESET_S`), after which it gives its worker back.
+RESET_WAIT_S = 90.0
 
 
 @dataclass
@@ -233,6 +236,9 @@ class SparePool:
         """Waiting: never used, or reference workers given back."""
         self._lent: list[Spare] = []
         """Reference workers a judgment has borrowed."""
+        self._resets: list[Spare] = []
+        """Lent reference workers resetting in the background, until given back (and stopped,
+        where not kept)."""
         self._wanted: set[tuple[Role, str]] = set()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -284,29 +290,40 @@ class SparePool:
                 self._wake.wait(left)
         return True
 
-    def take(self, role: Role, device: str, hidden: Path) -> Spare | None:
+    def take(self, role: Role, device: str, hidden: Path, wait_s: float = 0.0) -> Spare | None:
         """A spare for `role` on `device` that cannot see `hidden`, or None (start one cold).
 
         Either way the pool keeps spares of this kind started for the next judgment: the
         filler starts the replacement of the one taken at once. A reference worker that served
         before comes first (its CUDA is up); it is lent, and comes back through `give_back`.
-        Then a spare whose imports are done, the oldest first. A candidate judgment that gets
-        one still importing makes the pool keep twice as many candidate spares ahead (up to
-        `most_ahead`; not at the kind's first judgment, whose spares may be just started).
+        Where none waits but one is still resetting (`resetting`), this waits up to `wait_s`
+        for it. Then a spare whose imports are done, the oldest first. A candidate judgment
+        that gets one still importing makes the pool keep twice as many candidate spares ahead
+        (up to `most_ahead`; not at the kind's first judgment, whose spares may be just
+        started).
         """
         kind = (role, device)
+
+        def fits(s: Spare) -> bool:
+            # (An unconfined spare sees all, as a cold worker here would.)
+            return (
+                s.role == role
+                and s.device == device
+                and not (s.confined is not None and s.shows(hidden))
+            )
+
+        deadline = time.monotonic() + wait_s
         with self._lock:
+            while not self._closed:
+                self._drop_dead()
+                kept = any(fits(s) and s.served for s in self._spares)
+                left = deadline - time.monotonic()
+                if kept or left <= 0 or not any(fits(s) for s in self._resets):
+                    break
+                self._wake.wait(left)
             if self._closed:
                 return None
-            self._drop_dead()
-            fitting = [
-                s
-                for s in self._spares
-                if s.role == role
-                and s.device == device
-                # (An unconfined spare sees all, as a cold worker here would.)
-                and not (s.confined is not None and s.shows(hidden))
-            ]
+            fitting = [s for s in self._spares if fits(s)]
             ready = {id(s): s.imported() for s in fitting}
             fitting.sort(key=lambda s: (-s.served, not ready[id(s)]))
             spare = fitting[0] if fitting else None
@@ -330,12 +347,26 @@ class SparePool:
             self._wake.notify_all()
             return spare
 
+    def resetting(self, spare: Spare) -> None:
+        """A lent reference worker resets: `take` may wait for it, `close` does (`give_back`)."""
+        with self._lock:
+            self._resets.append(spare)
+
     def give_back(self, spare: Spare, idle: protocol.Idle | None) -> None:
         """A judgment is done with a spare: a reference worker reset (`idle`) waits for the next.
 
         Any other (a candidate, a reference worker that did not reset, died, grew or served
         its share) is stopped.
         """
+        try:
+            self._give_back(spare, idle)
+        finally:
+            with self._lock:
+                if spare in self._resets:
+                    self._resets.remove(spare)
+                self._wake.notify_all()
+
+    def _give_back(self, spare: Spare, idle: protocol.Idle | None) -> None:
         with self._lock:
             lent = spare in self._lent
             if lent:
@@ -357,11 +388,22 @@ class SparePool:
             return sum(s.role == role and s.device == device for s in self._spares)
 
     def close(self) -> None:
-        """Stop every spare and the filler; remove the slots."""
+        """Stop every spare and the filler, wait for resets to end (stopped); remove the slots.
+
+        A reset's reader gives its worker back within its own deadline (`RESET_WAIT_S` is
+        longer), and a closed pool stops it: no worker outlives the pool.
+        """
         with self._lock:
             self._closed = True
             spares, self._spares = self._spares, []
             self._wake.notify_all()
+            deadline = time.monotonic() + RESET_WAIT_S
+            while self._resets and (left := deadline - time.monotonic()) > 0:
+                self._wake.wait(left)
+            if self._resets:
+                logger.warning(
+                    "%d reference workers still resetting as the pool closed", len(self._resets)
+                )
         self._filler.join(timeout=60)
         for spare in spares:
             spare.discard()

@@ -625,8 +625,9 @@ class _ReferenceRun:
     def release(self) -> None:
         """Give the GPU memory the last result held back to the device.
 
-        Between a streamed config's results the candidate runs on the same GPU: what this
-        worker's allocator caches of a GPU-sized float64 reference (tens of GB) would crowd it.
+        After the references are sent, and between a streamed config's results, the candidate
+        runs on the same GPU: what this worker's allocator caches of a GPU-sized float64
+        reference (tens of GB) would crowd it.
         """
         import torch
 
@@ -690,8 +691,9 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
         for sample in config.samples:
             _send(fd, *run.sample(config, sample.position), spent)
             laps.lap("send")
-    if streamed:
-        run.release()
+    # The cached GPU memory goes back to the device before the judge reads on: the candidate
+    # runs on beside this worker, which resets after the judgment, in the background.
+    run.release()
     for step, seconds in spent.items():
         laps.add(f"send.{step}", seconds)
     _send(fd, protocol.Done(event="done", phases=laps.totals))
@@ -1652,7 +1654,12 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
             ),
         )
     commands = FrameReader(request_fd)
-    request = protocol.parse_request(commands.read(None)[0])
+    header = commands.read(None)[0]
+    # From here to `ready` the judgment waits: its steps are timed for its phases (CUDA is not
+    # up yet, so the laps sync nothing).
+    laps = timing.Laps()
+    request = protocol.parse_request(header)
+    laps.lap("request")
     if request.role == "reference":
         return _serve_references(request, device, result_fd, commands)
     if request.device != device:
@@ -1663,12 +1670,18 @@ def _serve(args: list[str], spare: priority.SpareLowering | None = None) -> int:
         # Memory held in files, outside the cap, is bounded from it just before the submission
         # loads (`_bound_memory_files`).
         cap_bytes = _cap_memory(request.memory_cap, request.memory_limit_bytes)
+    laps.lap("memory_cap")
     _load_prebuilt(request)
+    laps.lap("prebuilt")
     trusted = _Trusted()
+    laps.lap("trusted")
     try:
         # Imports done and the GPU untouched: the judge starts the role once it holds the GPU
         # (and has moved this process into its memory cgroup, sized from the cap).
-        _send(result_fd, protocol.Ready(event="ready", memory_cap_bytes=cap_bytes))
+        _send(
+            result_fd,
+            protocol.Ready(event="ready", memory_cap_bytes=cap_bytes, phases=laps.totals),
+        )
         command = protocol.parse_command(commands.read(None)[0])
         if command.command != "start":
             return 0
@@ -1703,9 +1716,11 @@ def _serve_references(
             )
         try:
             with resident.memory_limited(request.memory_limit_bytes, _mapped_bytes()):
+                laps = timing.Laps()
                 _load_prebuilt(request)
+                laps.lap("prebuilt")
                 # The GPU untouched so far in a new worker: it starts once the judge holds it.
-                _send(fd, protocol.Ready(event="ready"))
+                _send(fd, protocol.Ready(event="ready", phases=laps.totals))
                 command = protocol.parse_command(commands.read(None)[0])
                 if command.command == "start":
                     if not run_reference(request, fd, commands):
