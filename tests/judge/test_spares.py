@@ -401,3 +401,6 @@ def test_a_judgment_goes_on_while_its_reference_worker_resets(
     assert began[0] is True
     assert first.environment["reference_worker"] != "kept"
     assert second.environment["reference_worker"] == "kept"
+    # How long the reset it waited for took, measured by the worker.
+    assert "reference_reset_s" not in first.environment
+    assert float(second.environment["reference_reset_s"]) >= 0.0

@@ -436,6 +436,8 @@ class Idle(_Frame):
     """Its resident memory on the host."""
     device_bytes: Annotated[int, Field(ge=0)]
     """GPU memory its allocator still reserves (0 where CUDA was never used)."""
+    reset_s: Number = 0.0
+    """Seconds the reset took (in the background of the judgment, `_Evaluation._reset`)."""
 
 
 class ReferenceSample(_Frame):

@@ -391,8 +391,9 @@ class _Evaluation:
         time."""
         self.workers_came: dict[str, str] = {}
         """How each worker came, per `reference_worker` and `candidate_worker` (recorded in the
-        verdict's environment): `spares.Spare.origin`, or 'new' (started by the judgment); and
-        a fresh spare's `{role}_imports_s`, the seconds its imports took."""
+        verdict's environment): `spares.Spare.origin`, or 'new' (started by the judgment); a
+        fresh spare's `{role}_imports_s`, the seconds its imports took; and a kept reference
+        worker's `reference_reset_s`, the seconds its reset after its last judgment took."""
 
     def _confinement(self) -> confine.Confinement | None:
         """What the candidate's process may see, or None where this machine cannot confine.
@@ -630,6 +631,9 @@ class _Evaluation:
             request = self._stage(spare, request)
             self.containment = self._containment(spare.confined)
         self.workers_came[f"{role}_worker"] = spare.origin
+        if spare.last_reset_s is not None:
+            # Its reset after the last judgment, in that judgment's background (`_let_go`).
+            self.workers_came[f"{role}_reset_s"] = f"{spare.last_reset_s:.2f}"
         return _Worker.adopt(spare, pool, request)
 
     def _let_go(self, worker: _Worker) -> None:

@@ -39,6 +39,7 @@ import os
 import random
 import resource
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,6 +111,7 @@ class ProcessState:
         """Put the process back as it was after a judgment of the task in `task_root`."""
         import torch
 
+        started = time.perf_counter()
         root = task_root.resolve()
         for name in [n for n in sys.modules if n not in self.modules]:
             if name.startswith("_gauntlet_") or _loaded_from(sys.modules[name], root):
@@ -137,7 +139,12 @@ class ProcessState:
             torch.cuda.set_stream(torch.cuda.default_stream())
             torch.cuda.empty_cache()
             device_bytes = int(torch.cuda.memory_reserved())
-        return protocol.Idle(event="idle", host_bytes=_resident_bytes(), device_bytes=device_bytes)
+        return protocol.Idle(
+            event="idle",
+            host_bytes=_resident_bytes(),
+            device_bytes=device_bytes,
+            reset_s=time.perf_counter() - started,
+        )
 
 
 def _loaded_from(module: object, root: Path) -> bool:

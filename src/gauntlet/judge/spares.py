@@ -87,6 +87,8 @@ class Spare:
     """Judgments it served (a reference worker serves many)."""
     first_host_bytes: int | None = None
     """A reference worker's resident memory after its first reset."""
+    last_reset_s: float | None = None
+    """Seconds a reference worker's last reset took (`protocol.Idle.reset_s`)."""
     ready_when_taken: bool | None = None
     """Whether it had reported its imports done when a judgment took it (None: not taken)."""
 
@@ -372,8 +374,10 @@ class SparePool:
             if lent:
                 self._lent.remove(spare)
             spare.served += 1
-            if idle is not None and spare.first_host_bytes is None:
-                spare.first_host_bytes = idle.host_bytes
+            if idle is not None:
+                spare.last_reset_s = idle.reset_s
+                if spare.first_host_bytes is None:
+                    spare.first_host_bytes = idle.host_bytes
             keep = lent and not self._closed and idle is not None and _fit(spare, idle)
             if keep:
                 self._spares.append(spare)
