@@ -16,8 +16,9 @@ uses a fresh seed, so no reference is reused within a task unless said.
 `--case TASK_DIR SUBMISSION_DIR` (repeatable) judges a task folder with a submission folder
 the same way (e.g. an imported KernelBench task with a KernelBench kernel:
 `scripts/kb_kit.py` builds `.kb-kit/`). Prints and writes (`--out`) a markdown table: wall per
-candidate, where the time went (`phases_s`), the median speedup, and candidates per hour for the
-warm full protocol, and how the judgments' candidate workers came (`spare`: imported when
+candidate, where the time went (`phases_s`, and the wall no top-level phase accounts for), the
+median speedup, and candidates per hour for the warm full protocol, and how the judgments'
+candidate workers came (`spare`: imported when
 taken; `spare importing`: taken before its imports were done, so the judgment waited for
 them; `new`: no spare; and the median seconds a spare's imports took). On a GPU the timing's
 columns say where a timed call's host time goes
@@ -134,6 +135,11 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
         # How long a candidate spare's imports took (beside the judgments): what sizes the
         # spares a loop needs ahead, against the wall per candidate.
         candidates += f" (spares imported in {statistics.median(imports_s):.1f} s)"
+    # The wall no phase accounts for (the judge's own steps around its workers).
+    outside = statistics.median(
+        wall - sum(v.phases_s.get(name, 0.0) for name in PHASES)
+        for wall, v in zip(walls, verdicts, strict=True)
+    )
     calls = statistics.median(_timed_calls(v) for v in verdicts)
     # Milliseconds of `timing.pairs` per timed call, and of them the device's (the wait for it)
     # and the sampled outputs': the rest is the host's own per call.
@@ -142,7 +148,8 @@ def _row(label: str, walls: list[float], verdicts: list[Verdict]) -> str:
         for phase in ("timing.pairs", "timing.pairs.sync", "timing.pairs.sample")
     )
     return (
-        f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {cells} | {calls:.0f} "
+        f"| {label} | {len(walls)} | {statistics.median(walls):.2f} | {outside:.2f} | {cells} "
+        f"| {calls:.0f} "
         f"| {ms} | {shown} | {candidates} | {statuses} |"
     )
 
@@ -402,9 +409,13 @@ def main() -> int:
     if task_ids or args.case:
         table.add(
             "",
-            "| judgment | n | wall | " + " | ".join(COLUMNS) + " | timed calls | ms/call "
+            "| judgment | n | wall | outside phases | "
+            + " | ".join(COLUMNS)
+            + " | timed calls | ms/call "
             "| ms/call device | ms/call sampled | speedup | candidate workers | verdicts |",
-            "| --- | ---: | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: | ---: "
+            "| --- | ---: | ---: | ---: | "
+            + " | ".join("---:" for _ in COLUMNS)
+            + " | ---: | ---: "
             "| ---: | ---: | ---: | --- | --- |",
         )
     options = {

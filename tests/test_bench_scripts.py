@@ -36,6 +36,7 @@ def test_a_case_is_judged_warm_in_feedback_mode_and_side_by_side_with_rows_as_th
     out = tmp_path / "bench.md"
     argv = ["bench_judge.py", "--case", str(SCALE_ADD), str(SCALE_ADD / "expert")]
     argv += ["--repeats", "1", "--no-cold", "--spares", "1", "--threads", "2", "--out", str(out)]
+    argv += ["--verdicts", str(tmp_path / "verdicts.jsonl")]
     monkeypatch.setattr(sys, "argv", argv)
     assert bench.main() == 0
     printed = capsys.readouterr().out
@@ -49,6 +50,15 @@ def test_a_case_is_judged_warm_in_feedback_mode_and_side_by_side_with_rows_as_th
         ["| scale_add + expert warm feedback x2", "2"],
     ]
     assert all(row.endswith("| pass |") for row in rows), rows
+    assert "| wall | outside phases |" in written
+    # Each judgment one at a time, its whole verdict: every phase, not only the table's.
+    kept = [json.loads(line) for line in (tmp_path / "verdicts.jsonl").read_text().splitlines()]
+    assert [k["judgment"] for k in kept] == [
+        "scale_add + expert warm",
+        "scale_add + expert warm feedback",
+    ]
+    assert all(k["verdict"]["status"] == "pass" and k["wall_s"] > 0 for k in kept)
+    assert all("imports.candidate.trusted" in k["verdict"]["phases_s"] for k in kept)
     assert "one judgment at a time, cases:" in written
     assert "2 judgments at a time through one `Judge`, cases:" in written
     assert all(row in printed for row in rows)
