@@ -385,13 +385,13 @@ def test_a_judgment_goes_on_while_its_reference_worker_resets(
     task = SCALE_ADD()
     judged = threading.Event()
     began: list[bool] = []
-    reset = python_backend._Evaluation._reset
+    reset = python_backend._reset
 
-    def after_the_judgment(self: Any, worker: Any, pool: Any, spare: Any) -> None:
+    def after_the_judgment(worker: Any, pool: Any, spare: Any, task_id: str) -> None:
         began.append(judged.wait(20))
-        reset(self, worker, pool, spare)
+        reset(worker, pool, spare, task_id)
 
-    monkeypatch.setattr(python_backend._Evaluation, "_reset", after_the_judgment)
+    monkeypatch.setattr(python_backend, "_reset", after_the_judgment)
     with Judge(device="cpu", workdir=tmp_path / "spares") as warm:
         warm.warm("cpu", wait_s=60)
         first = warm.eval(task, task.root / "expert", seed=7131, mode="feedback")

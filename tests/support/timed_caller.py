@@ -60,9 +60,7 @@ def main() -> int:
                 role = timing.pair_order(pair)[1]
             started = time.perf_counter()
             sent = worker._report_call(fd, commands, role, pair, out, backward=False)
-            # As `timing.measure` counts: a step `a.b` is a part of step `a`.
-            sent_s = sum(seconds for step, seconds in sent.items() if "." not in step)
-            report_s += time.perf_counter() - started - sent_s
+            report_s += time.perf_counter() - started - timing.sent_seconds(sent)
             for step, seconds in sent.items():
                 steps[step] = steps.get(step, 0.0) + seconds
             if sent:

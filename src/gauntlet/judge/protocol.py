@@ -437,7 +437,7 @@ class Idle(_Frame):
     device_bytes: Annotated[int, Field(ge=0)]
     """GPU memory its allocator still reserves (0 where CUDA was never used)."""
     reset_s: Number = 0.0
-    """Seconds the reset took (in the background of the judgment, `_Evaluation._reset`)."""
+    """Seconds the reset took (in the background of the judgment, `python_backend._reset`)."""
 
 
 class ReferenceSample(_Frame):

@@ -653,29 +653,14 @@ class _Evaluation:
             return
         worker.spare = None
         pool.resetting(spare)
+        task_id = self.task.task_id
+        # A function of the worker alone: the thread must not keep this judgment's tensors.
         threading.Thread(
-            target=self._reset,
-            args=(worker, pool, spare),
-            name=f"judge-reset-{self.task.task_id}"[:60],
+            target=_reset,
+            args=(worker, pool, spare, task_id),
+            name=f"judge-reset-{task_id}"[:60],
             daemon=True,
         ).start()
-
-    def _reset(self, worker: _Worker, pool: spares.SparePool, spare: spares.Spare) -> None:
-        """Tell a kept reference worker to reset, and give it back to `pool` (`_let_go`)."""
-        idle = None
-        try:
-            worker.send(protocol.Command(command="stop"))
-            event, _ = worker.read_event(time.monotonic() + RESET_S)
-            if isinstance(event, protocol.Idle):
-                idle = event
-            else:
-                logger.warning("a reference worker answered 'stop' with '%s'", event.event)
-        except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame, OSError) as err:
-            logger.warning(
-                "a reference worker did not reset after '%s': %s", self.task.task_id, err
-            )
-        finally:
-            pool.give_back(spare, idle)
 
     def _stage(
         self, spare: spares.Spare, request: protocol.WorkerRequest
@@ -757,13 +742,12 @@ class _Evaluation:
                 "spawn": started - spawning,
                 "imports": time.monotonic() - started,
             }
+            self._contain_memory(candidate)
             for worker, role in ((reference, "reference"), (candidate, "candidate")):
                 if worker is not None and worker.ready is not None:
                     # The worker's own split of that wait, from its request to its report.
                     steps = _phases(worker.ready.phases)
                     phases.update({f"imports.{role}.{k}": v for k, v in steps.items()})
-            self._contain_memory(candidate)
-            for worker, role in ((reference, "reference"), (candidate, "candidate")):
                 if worker is not None and worker.imported is not None:
                     # How long a spare's imports take here sizes the spares kept ahead.
                     self.workers_came[f"{role}_imports_s"] = f"{worker.imported.import_s:.2f}"
@@ -1608,6 +1592,22 @@ def _trace(task: Task, role: str, event: protocol.Event, tensors: list[torch.Ten
             getattr(event, "trial", getattr(event, "position", "")),
             size / 1e6,
         )
+
+
+def _reset(worker: _Worker, pool: spares.SparePool, spare: spares.Spare, task_id: str) -> None:
+    """Tell a kept reference worker to reset, and give it back to `pool` (`_let_go`)."""
+    idle = None
+    try:
+        worker.send(protocol.Command(command="stop"))
+        event, _ = worker.read_event(time.monotonic() + RESET_S)
+        if isinstance(event, protocol.Idle):
+            idle = event
+        else:
+            logger.warning("a reference worker answered 'stop' with '%s'", event.event)
+    except (ChannelClosed, ChannelTimeout, ProtocolError, protocol.BadFrame, OSError) as err:
+        logger.warning("a reference worker did not reset after '%s': %s", task_id, err)
+    finally:
+        pool.give_back(spare, idle)
 
 
 def _phases(value: dict[str, float]) -> dict[str, float]:

@@ -252,6 +252,14 @@ def _call(fn: Callable[..., Any], args: list[Any], wrt_idx: list[int]) -> Any:
     return out
 
 
+def sent_seconds(steps: dict[str, float]) -> float:
+    """The seconds a sampled output took to send, from `after_call`'s steps.
+
+    A step named `a.b` is a part of step `a`, already in its seconds.
+    """
+    return sum(seconds for step, seconds in steps.items() if "." not in step)
+
+
 def pair_order(pair: int) -> tuple[str, str]:
     """The order of the two calls of timed pair `pair`, alternating so neither always runs first.
 
@@ -345,8 +353,7 @@ def measure(
                     result.baseline_us.append(elapsed_us)
                 sent = after_call(role, k, out)
                 t4 = clock()
-                # A step named `a.b` is a part of step `a`, already in its seconds.
-                sent_s = sum(seconds for step, seconds in sent.items() if "." not in step)
+                sent_s = sent_seconds(sent)
                 prepare_s += t1 - t0
                 launch_s += t2 - t1
                 sync_s += t3 - t2
