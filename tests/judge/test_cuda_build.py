@@ -225,6 +225,7 @@ def test_the_run_environment_keeps_the_builds_arch_and_a_private_cupy_cache(
         submission_file="/s/kernel.py",
         uses_cupy=True,
         units=[],
+        toolchain={},
     )
     env = run_environment(manifest, tmp_path, "/usr/bin")
     assert env["TORCH_CUDA_ARCH_LIST"] == "9.0"
@@ -529,9 +530,15 @@ def test_prepare_run_sets_the_environment_and_serves_load_inline(
         submission_file=str(tmp_path / "kernel.py"),
         uses_cupy=False,
         units=[],
+        toolchain=cuda_build.toolchain(),
     )
     (tmp_path / MANIFEST_NAME).write_text(manifest.model_dump_json())
     original = cpp_extension.load_inline
+
+    def asked_again() -> dict[str, str]:
+        raise AssertionError("a GPU worker reads the build's toolchain from the manifest")
+
+    monkeypatch.setattr(cuda_build, "toolchain", asked_again)
     cuda_build.prepare_run(tmp_path)
     assert os.environ["TORCH_CUDA_ARCH_LIST"] == "9.0"
     assert os.environ["CUPY_CACHE_DIR"] == str(tmp_path / "cupy-kernel-cache")
