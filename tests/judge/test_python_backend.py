@@ -13,7 +13,7 @@ import torch
 
 from gauntlet import confine, settings
 from gauntlet.errors import JudgeError
-from gauntlet.judge import judge, protocol, python_backend, timing, workers
+from gauntlet.judge import judge, protocol, python_backend, sampling, timing, workers
 from gauntlet.judge.backend import EvalRequest
 from gauntlet.judge.channel import ChannelClosed
 from gauntlet.judge.python_backend import _Evaluation, _ReferenceCache, _Worker
@@ -324,3 +324,79 @@ def test_a_reference_worker_streams_the_same_references_it_sends_whole(tmp_path:
     worker.send(protocol.Command(command="stop"))
     assert isinstance(worker.read_event(time.monotonic() + 60)[0], protocol.Idle)
     worker.close()
+
+
+def test_a_reference_worker_sends_a_sampled_calls_chosen_elements_with_its_shapes(
+    tmp_path: Path,
+) -> None:
+    # Told a seed, the reference of a sampled timed call is its elements at `sampling`'s
+    # positions, with the shapes and the baseline's error there; told none, it is whole. A
+    # streamed config's sample costs the elements' bytes, not the output's.
+    n = sampling.ELEMENTS * 2 + 3
+    task = with_spec(SCALE_ADD(), baseline=None)
+    evaluation = _Evaluation(_sized_request(tmp_path, {"big": n}, seed=48))
+    state = evaluation.states[0]
+    plan = timing.TimingPlan(call_seeds=[])
+    state.timing, state.sampled = python_backend.timing_for(task, state.config, 48, plan)
+    chosen = state.sampled[0]
+    samples: dict[str, tuple[protocol.ReferenceSample, list[torch.Tensor]]] = {}
+    for kind, elements in (("whole", {}), ("gathered", {chosen: 77})):
+        state.elements = elements
+        request = evaluation._request("reference", evaluation.states)
+        assert [s.elements for s in request.configs[0].samples][:1] == [elements.get(chosen)]
+        worker = _Worker.start(request, tmp_path / kind, "cpu")
+        try:
+            worker.await_ready(time.monotonic() + 120, "reference")
+            worker.send(protocol.Command(command="start"))
+            while True:
+                event, tensors = worker.read_event(time.monotonic() + 60)
+                if isinstance(event, protocol.Done):
+                    break
+                if isinstance(event, protocol.ReferenceSample) and event.position == chosen:
+                    samples[kind] = (event, tensors)
+        finally:
+            worker.close()
+    (whole, [full]), (gathered, [part]) = samples["whole"], samples["gathered"]
+    assert whole.shapes == gathered.shapes == [[n]]
+    assert full.shape == (n,) and part.shape == (sampling.ELEMENTS,)
+    positions = sampling.positions(77, 0, n)
+    assert positions is not None
+    assert torch.equal(part, full[positions])
+    # The baseline's error (here the reference's own in float32) on those elements alone.
+    assert 0 < gathered.baseline_rel_l2[0] != whole.baseline_rel_l2[0]
+    assert gathered.baseline_rel_l2[0] == pytest.approx(whole.baseline_rel_l2[0], rel=0.1)
+
+
+def test_a_sampled_calls_elements_are_held_to_the_baseline_error_on_them(tmp_path: Path) -> None:
+    # The judge's side of a gathered sample (`_check_sample` without a checker): the elements
+    # sent against the reference's same elements, the bound from the baseline's error there;
+    # the call's shape against the reference's, and as many elements as were asked for.
+    from gauntlet.judge.python_backend import _Sample
+    from gauntlet.judge.verdict import ConfigResult
+
+    n = sampling.ELEMENTS * 4
+    evaluation = _Evaluation(_sized_request(tmp_path, {"big": n}, seed=49))
+    state = evaluation.states[0]
+    generator = torch.Generator().manual_seed(49)
+    reference = torch.randn(sampling.ELEMENTS, generator=generator, dtype=torch.float64)
+    state.samples[5] = _Sample([reference], [1e-7], [(n,)])
+    result = ConfigResult(config=state.config, correct=True)
+
+    def check(
+        output: torch.Tensor, shape: tuple[int, ...] = (n,)
+    ) -> tuple[ConfigResult, str] | None:
+        return evaluation._check_sample(state, 5, [output], [shape], result)
+
+    assert check(reference.to(torch.float32)) is None
+    wrong = reference.to(torch.float32)
+    wrong[1000] += 1.0  # one element of the 2^18 checked
+    failed = check(wrong)
+    assert failed is not None and failed[0].correct is False
+    assert f"timed call 5 ({sampling.ELEMENTS} of its {n} elements sampled)" in failed[0].reason
+    assert "computes differently when timed" in failed[0].reason
+    shaped = check(reference.to(torch.float32), (n // 2, 2))
+    assert (
+        shaped is not None and shaped[1] == f"timed call 5 returned shape [{n // 2}, 2], not [{n}]"
+    )
+    short = check(reference[:-1].to(torch.float32))
+    assert short is not None and "not the [262144] elements asked for" in short[1]

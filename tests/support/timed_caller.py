@@ -6,9 +6,9 @@
 Speaks the real protocol through the real code: after `TimingStart`, PAIRS pairs of calls in
 `timing.measure`'s order, each reported with `worker._report_call` (which sends the call's
 output when the judge asks for it), then a `Timed` frame. A call is a busy wait of `--call-us`
-microseconds (standing in for the GPU's time) returning a float32 tensor of `--elements`
-elements whose first element is the pair. `--wrong-role-at PAIR` reports that pair's first call
-under the other role (a breach). `--file-bytes N` caps the size of a file it may make
+microseconds (standing in for the GPU's time) returning a float64 tensor of `--elements`
+elements, element i holding pair x elements + i. `--wrong-role-at PAIR` reports that pair's
+first call under the other role (a breach). `--file-bytes N` caps the size of a file it may make
 (`RLIMIT_FSIZE`), as a candidate's is (`worker._bound_memory_files`): a larger output then goes
 in several memory files, or inline through the socket under a limit of less than a page
 (`channel.write_frame`). Prints one
@@ -49,13 +49,13 @@ def main() -> int:
     report_s = 0.0
     steps: dict[str, float] = {}
     sampled = []
-    out = torch.empty(args.elements)
+    out = torch.empty(args.elements, dtype=torch.float64)
     for pair in range(args.pairs):
         for step, role in enumerate(timing.pair_order(pair)):
             until = time.perf_counter() + args.call_us / 1e6
             while time.perf_counter() < until:
                 pass
-            out.fill_(float(pair))
+            torch.arange(args.elements, out=out).add_(pair * args.elements)
             if pair == args.wrong_role_at and step == 0:
                 role = timing.pair_order(pair)[1]
             started = time.perf_counter()

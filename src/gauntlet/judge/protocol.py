@@ -27,6 +27,8 @@ Number = float
 #: Exit status of a candidate's worker that stopped the submission reaching around the judge
 #: (`worker._install_audit_hook`).
 BREACH_EXIT = 97
+#: A tensor's shape.
+Shape = Annotated[list[Dim], Field(max_length=16)]
 #: Limits on list lengths.
 MAX_ITEMS = 64
 MAX_SAMPLES = 64
@@ -78,6 +80,8 @@ class SampleSpec(TrialSpec):
 
     call_seed: int
     position: int
+    elements: int | None = None
+    """The seed of the elements checked (`sampling.gather`); None: the whole outputs."""
 
 
 class ConfigSpec(_Frame):
@@ -166,6 +170,9 @@ class Command(_Frame):
     """For `time`: the configs to time, in order."""
     keep: bool = False
     """For `next`: send the output of the call just made (a sampled call)."""
+    elements: int | None = None
+    """For `next` with `keep`: the seed of the elements to send (`sampling.gather`), told only
+    now that the call is made; None: the whole outputs."""
 
 
 class CheckOutput(_Frame):
@@ -211,7 +218,7 @@ class TensorInfo(_Frame):
     """Whether its type is exactly `torch.Tensor` (no subclass, no wrapper)."""
     type: Name
     dtype: Name | None = None
-    shape: Annotated[list[Dim], Field(max_length=16)] | None = None
+    shape: Shape | None = None
     device: Name | None = None
     layout: Name | None = None
 
@@ -346,6 +353,9 @@ class SampledOutput(_Frame):
     event: Literal["sampled_output"]
     position: Index
     count: Annotated[int, Field(ge=0, le=MAX_ITEMS)]
+    shapes: Annotated[list[Shape], Field(max_length=MAX_ITEMS)]
+    """The outputs' shapes as the call returned them (the tensors may be their gathered
+    elements)."""
 
 
 class TimingSummary(_Frame):
@@ -447,6 +457,9 @@ class ReferenceSample(_Frame):
     config: Name
     position: Index
     baseline_rel_l2: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+    """The baseline's error on the elements sent (all of them, or those `elements` chose)."""
+    shapes: Annotated[list[Shape], Field(max_length=MAX_ITEMS)]
+    """The reference outputs' shapes (the tensors may be their gathered elements)."""
 
 
 class ReferenceTrial(_Frame):

@@ -175,10 +175,15 @@ class _Trial:
 
 @dataclass
 class _Sample:
-    """The float64 reference of one timed call, and the baseline's error on that call."""
+    """The float64 reference of one timed call, and the baseline's error on that call.
+
+    Of the elements the judge checks (`sampling`), flat, or the whole outputs.
+    """
 
     outputs: list[torch.Tensor]
     baseline_rel_l2: list[float]
+    shapes: list[tuple[int, ...]]
+    """The reference outputs' shapes."""
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.outputs)
@@ -186,12 +191,13 @@ class _Sample:
     @classmethod
     def of(cls, event: protocol.ReferenceSample, tensors: list[torch.Tensor]) -> _Sample:
         """A reference worker's sample; JudgeError where its tensors do not add up."""
-        if len(tensors) != len(event.baseline_rel_l2):
+        if not len(tensors) == len(event.baseline_rel_l2) == len(event.shapes):
             raise JudgeError(
                 f"reference sample {event.position} of config {event.config} has "
-                f"{len(tensors)} tensors, not its {len(event.baseline_rel_l2)} outputs"
+                f"{len(tensors)} tensors for {len(event.baseline_rel_l2)} errors and "
+                f"{len(event.shapes)} shapes"
             )
-        return cls(tensors, list(event.baseline_rel_l2))
+        return cls(tensors, list(event.baseline_rel_l2), [tuple(s) for s in event.shapes])
 
 
 @dataclass
@@ -202,6 +208,9 @@ class _ConfigState:
     """The timing plan and base inputs for this config, when it is timed."""
     sampled: list[int] = field(default_factory=list)
     """Candidate calls (pairs) whose outputs the judge checks: secret, never sent to it."""
+    elements: dict[int, int] = field(default_factory=dict)
+    """Per sampled call, the seed of the elements checked (`sampling`), told to the candidate
+    once the call is made; a call without one is checked whole (a task with a checker)."""
     reference: list[_Trial] = field(default_factory=list)
     samples: dict[int, _Sample] = field(default_factory=dict)
     """References of the timed calls whose outputs are checked, by position."""
@@ -230,6 +239,7 @@ class _ConfigState:
                 seed=base.seed,
                 call_seed=self.timing.plan.call_seeds[p],
                 position=p,
+                elements=self.elements.get(p),
             )
             for p in self.sampled
         ]
@@ -244,6 +254,11 @@ MAX_OPS_PER_CALL = 10_000
 #: The sampled timed outputs a judgment keeps, in bytes, to check once its timing is over and
 #: the GPU is shared again; past it, a config's are checked at once, the GPU still held alone.
 DEFERRED_SAMPLE_BYTES = 4 << 30
+
+
+def sampled_elements(task: Task, config: Config, seed: int, sampled: list[int]) -> dict[int, int]:
+    """Per sampled timed call, the secret seed of the elements its check compares."""
+    return {p: derive_seed(seed, task.task_id, config.name, "sampled elements", p) for p in sampled}
 
 
 def timing_for(
@@ -370,6 +385,10 @@ class _Evaluation:
             state = _ConfigState(config, trials_for(self.task, config, request.seed, repeats))
             if timed:
                 state.timing, state.sampled = timing_for(self.task, config, request.seed, plan)
+                if self.task.spec.check is None:  # a checker judges whole outputs
+                    state.elements = sampled_elements(
+                        self.task, config, request.seed, state.sampled
+                    )
             self.states.append(state)
         self.tmp = request.workdir / "worker-tmp"
         self.containment = ""
@@ -1069,11 +1088,11 @@ class _Evaluation:
         state: _ConfigState,
         result: ConfigResult,
         event: protocol.Timed,
-        sampled: dict[int, list[torch.Tensor]],
-        walls: dict[str, dict[int, float]],
+        followed: timekeeper.Followed,
     ) -> tuple[ConfigResult, str]:
         """The config's result with its timing; a problem that makes the times untrustworthy."""
         summary = event.summary
+        sampled, walls = followed.sampled, followed.walls
         pairs = len(summary.candidate_us)
         if len(summary.baseline_us) != pairs or summary.count != pairs or pairs == 0:
             return result, (
@@ -1092,7 +1111,9 @@ class _Evaluation:
         for position in state.sampled:
             # One at a time, each reference let go before the next is asked for: a streamed
             # config's are computed on demand, each of them GPU-sized.
-            ended = self._check_sample(state, position, sampled[position], result)
+            ended = self._check_sample(
+                state, position, sampled[position], followed.shapes[position], result
+            )
             if ended is not None:
                 return ended
         disagreement = clock_disagreement(
@@ -1133,11 +1154,14 @@ class _Evaluation:
         state: _ConfigState,
         position: int,
         outputs: list[torch.Tensor],
+        shapes: list[tuple[int, ...]],
         result: ConfigResult,
     ) -> tuple[ConfigResult, str] | None:
         """A sampled timed call's output against its reference; None where it is right.
 
-        Otherwise the config's result and the problem that end its timing's checks.
+        Otherwise the config's result and the problem that end its timing's checks. Without a
+        checker, the outputs and references are the elements `state.elements` chose, flat
+        (`sampling`), and the bound is the baseline's error on those same elements.
         """
         spec = self.task.spec
         if spec.check is not None:
@@ -1177,21 +1201,38 @@ class _Evaluation:
         sample = self.reference_sample(state, position)
         if len(outputs) != len(sample.outputs):
             return result, f"timed call {position} returned {len(outputs)} outputs"
-        for out, want, base_err in zip(
-            outputs, sample.outputs, sample.baseline_rel_l2, strict=True
+        for index, (out, want, base_err, shape, want_shape) in enumerate(
+            zip(
+                outputs,
+                sample.outputs,
+                sample.baseline_rel_l2,
+                shapes,
+                sample.shapes,
+                strict=True,
+            )
         ):
+            if shape != want_shape:
+                return result, (
+                    f"timed call {position} returned shape {list(shape)}, not {list(want_shape)}"
+                )
             if out.shape != want.shape:
                 return result, (
-                    f"timed call {position} returned shape {list(out.shape)}, "
-                    f"not {list(want.shape)}"
+                    f"timed call {position} sent {list(out.shape)} of output {index}, not the "
+                    f"{list(want.shape)} elements asked for"
                 )
+            total = math.prod(want_shape)
+            what = f"timed call {position}" + (
+                f" ({want.numel()} of its {total} elements sampled)"
+                if want.numel() != total
+                else ""
+            )
             bound = correctness.rel_l2_bound(spec.tolerance, state.config.dtype, base_err)
             check = correctness.compare(
                 out,
                 want,
                 correctness.ANY_FINITE,
                 bound,
-                f"timed call {position}",
+                what,
                 _compare_device(self.request.device),
             )
             if not check.ok:
@@ -1450,7 +1491,7 @@ class _CandidateSession:
                 # A call may take the config's whole cap; a sampled output comes right away.
                 lambda sampled: self._next(timeout if sampled else cap + timeout, where),
                 self.worker.handle.send,
-                frozenset(state.sampled),
+                {p: state.elements.get(p) for p in state.sampled},
                 state.timing.plan.max_pairs,
             )
         except timekeeper.Breach as breach:
@@ -1473,9 +1514,7 @@ class _CandidateSession:
         name = state.config.name
         timed = followed.timed
         checking = time.monotonic()
-        self.results[name], problem = self.ev._timed(
-            state, self.results[name], timed, followed.sampled, followed.walls
-        )
+        self.results[name], problem = self.ev._timed(state, self.results[name], timed, followed)
         phases = self.result.phases_s
         # The judge's own share of the timing, measured here: the timed calls' exchanges
         # (`timekeeper.Followed`) and its checks of a config's timing (the sampled outputs

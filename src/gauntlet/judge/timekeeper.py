@@ -2,12 +2,13 @@
 
 The candidate's worker (`timing.measure`, `worker._report_call`) reports each timed call with a
 `CallMade` frame and waits; `follow` reads the judge's clock, answers `next` (with `keep` where
-the call is one of the secret sampled positions, which never reach the candidate's process)
-and, for a sampled call, reads its output. The judge's clock between an answer and the next
-report brackets that call from outside the candidate's process (`timing.clock_disagreement`).
+the call is one of the secret sampled positions, which never reach the candidate's process,
+and the seed of the elements to send, `sampling`) and, for a sampled call, reads its output.
+The judge's clock between an answer and the next report brackets that call from outside the
+candidate's process (`timing.clock_disagreement`).
 
 Each timed call waits for this exchange while the judgment holds the GPU alone
-(`devicelock.py`), so it is kept short: the two possible answers are encoded once, and the
+(`devicelock.py`), so it is kept short: the answer to a call not sampled is encoded once, and the
 judge's own share of each exchange (from a report read to its answer written) is summed into
 `Followed.judge_s`, so a verdict shows how much of the timing was the judge's.
 """
@@ -15,17 +16,20 @@ judge's own share of each exchange (from a report read to its answer written) is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gauntlet.judge import protocol
 from gauntlet.judge.timing import pair_order
 
-#: The answers to a timed call, by `keep`, as frame headers (`WorkerHandle.send` writes them).
-ANSWERS: dict[bool, dict[str, Any]] = {
-    keep: protocol.Command(command="next", keep=keep).model_dump() for keep in (False, True)
-}
+#: The answer to a timed call not sampled, as a frame header (`WorkerHandle.send` writes it).
+GO_ON: dict[str, Any] = protocol.Command(command="next").model_dump()
+
+
+def keep(elements: int | None) -> dict[str, Any]:
+    """The answer to a sampled call: send its output, the elements `elements` chooses or all."""
+    return protocol.Command(command="next", keep=True, elements=elements).model_dump()
 
 
 class Breach(Exception):
@@ -43,7 +47,10 @@ class Followed:
     )
     """Per role and pair, microseconds on the judge's clock from its answer to the report."""
     sampled: dict[int, list[Any]] = field(default_factory=dict)
-    """The outputs of the sampled candidate calls, by pair."""
+    """The outputs of the sampled candidate calls, by pair: flat, their checked elements, or
+    whole."""
+    shapes: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
+    """The shapes of those outputs as the calls returned them, by pair (the worker's word)."""
     calls: int = 0
     judge_s: float = 0.0
     """The judge's own time in the exchanges: from each report read to its answer written."""
@@ -55,15 +62,15 @@ def follow(
     config: str,
     read: Callable[[bool], tuple[protocol.Event, list[Any]]],
     answer: Callable[[dict[str, Any]], None],
-    secret: Set[int],
+    secret: Mapping[int, int | None],
     max_pairs: int,
 ) -> Followed:
     """Answer the timed calls of `config` until its `Timed` frame; the judge's clock around each.
 
     `read(sampled)` returns the worker's next frame (a sampled output's where `sampled`, for
     its own time limit) and raises on a failure the worker reported or a timeout; `answer`
-    writes a header to the worker; `secret` holds the pairs whose candidate call's output is
-    checked.
+    writes a header to the worker; `secret` maps the pairs whose candidate call's output is
+    checked to the seed of the elements checked (None: the whole outputs).
 
     Raises:
         Breach: A frame out of order: a call of the wrong role or pair, past `max_pairs`, a
@@ -73,6 +80,7 @@ def follow(
     clock = time.monotonic
     walls: dict[str, dict[int, float]] = {"baseline": {}, "candidate": {}}
     sampled: dict[int, list[Any]] = {}
+    shapes: dict[int, list[tuple[int, ...]]] = {}
     judge_s = samples_s = 0.0
     calls = 0
     expected = pair_order(0)
@@ -91,19 +99,20 @@ def follow(
             )
         if sent_at is not None:
             walls[event.role][pair] = (arrived - sent_at) * 1e6
-        keep = event.role == "candidate" and pair in secret
+        checked = event.role == "candidate" and pair in secret
         sent_at = clock()
-        answer(ANSWERS[keep])
+        answer(keep(secret[pair]) if checked else GO_ON)
         answered = clock()
         judge_s += answered - arrived
         calls += 1
-        if keep:
+        if checked:
             event, tensors = read(True)
             if not isinstance(event, protocol.SampledOutput):
                 raise Breach(f"expected the output of call {pair}, got a '{event.event}' frame")
-            if event.position != pair or event.count != len(tensors):
+            if not (event.position == pair and event.count == len(tensors) == len(event.shapes)):
                 raise Breach(f"the sampled output of call {pair} does not match")
             sampled[pair] = tensors
+            shapes[pair] = [tuple(shape) for shape in event.shapes]
             # The copy is the worker's, outside the bracket of the next call.
             sent_at = clock()
             samples_s += sent_at - answered
@@ -117,6 +126,7 @@ def follow(
         timed=event,
         walls=walls,
         sampled=sampled,
+        shapes=shapes,
         calls=calls,
         judge_s=judge_s,
         samples_s=samples_s,

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from gauntlet.judge import priority, protocol, timing
+from gauntlet.judge import priority, protocol, sampling, timing
 from gauntlet.judge.channel import (
     ChannelClosed,
     FramePath,
@@ -537,10 +537,15 @@ class _ReferenceRun:
     def sample(
         self, config: protocol.ConfigSpec, position: int
     ) -> tuple[protocol.ReferenceSample, list[torch.Tensor]]:
-        """The reference of a sampled timed call, and the baseline's error on it."""
+        """The reference of a sampled timed call, and the baseline's error on it.
+
+        Of the elements the judge checks (`sampling.gather` with the call's `elements`), or
+        whole where it checks whole outputs.
+        """
         import torch
 
         laps = self.laps
+        spec = next(s for s in config.samples if s.position == position)
         inputs = self.sample_inputs(config, position)
         laps.lap("inputs")
         with torch.no_grad():
@@ -548,11 +553,17 @@ class _ReferenceRun:
             laps.lap("reference")
             base_out = _as_tuple(self.base(*(_clone(v) for v in inputs.values())))
         laps.lap("baseline")
+        shapes = [list(e.shape) for e in expected64]
+        if spec.elements is not None:
+            seed = spec.elements
+            expected64 = tuple(sampling.gather(e, seed, i) for i, e in enumerate(expected64))
+            base_out = tuple(sampling.gather(b, seed, i) for i, b in enumerate(base_out))
         event = protocol.ReferenceSample(
             event="sample",
             config=config.name,
             position=position,
             baseline_rel_l2=[_errors(b, e)[0] for b, e in zip(base_out, expected64, strict=True)],
+            shapes=shapes,
         )
         return event, [_for_judge(e, b) for e, b in zip(expected64, base_out, strict=True)]
 
@@ -661,7 +672,13 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
     for config in request.configs:
         first = run.trial(config, 0)
         trial_bytes = _nbytes(first[1])
-        output_bytes = _nbytes(first[1][: len(first[0].baseline_rel_l2)])
+        outputs = first[1][: len(first[0].baseline_rel_l2)]
+        # A sampled call's reference: its checked elements, or whole (a task with a checker).
+        gathered = any(s.elements is not None for s in config.samples)
+        output_bytes = sum(
+            min(t.numel(), sampling.ELEMENTS if gathered else t.numel()) * t.element_size()
+            for t in outputs
+        )
         needed = trial_bytes * len(config.trials) + output_bytes * len(config.samples)
         budget = request.reference_budget_bytes
         if budget and held_bytes + needed > budget:
@@ -1388,10 +1405,12 @@ def _report_call(
     """Report a timed call to the judge, wait for its go-ahead, send the output if it asks.
 
     The judge's clock brackets the call (from its previous go-ahead to this report); only then
-    does it say whether the call is one of its secret samples. Returns the seconds spent
-    sending the output, which the judge's clock leaves out too, by step (none for a call not
-    sampled): `stage` (to the host, through pinned memory for a GPU output), then the way the
-    frame went (`channel.FramePath`): `file` (one memory file), `parts` (several, each within
+    does it say whether the call is one of its secret samples, and which of its elements to
+    send (`sampling.gather`, where the go-ahead names a seed; else the whole outputs). Returns
+    the seconds spent sending the output, which the judge's clock leaves out too, by step (none
+    for a call not sampled): `gather` (the elements chosen, on the device, where it chose),
+    `stage` (to the host, through pinned memory for a GPU output), then the way the frame
+    went (`channel.FramePath`): `file` (one memory file), `parts` (several, each within
     the largest file this process may make, `_bound_memory_files`) or `inline` (on the socket:
     a frame under 1 MiB, or one no memory file could be made for); of a file's or the parts'
     seconds, `.make` (the files made and filled) and `.send` (passed to the judge).
@@ -1401,16 +1420,21 @@ def _report_call(
     if not command.keep:
         return {}
     started = time.perf_counter()
-    outputs = [to_host(o) for o in timing.forward_outputs(out, backward)]
+    forward = timing.forward_outputs(out, backward)
+    shapes = [list(o.shape) for o in forward]
+    if command.elements is not None:
+        forward = [sampling.gather(o, command.elements, i) for i, o in enumerate(forward)]
+    gathered = time.perf_counter()
+    outputs = [to_host(o) for o in forward]
     staged = time.perf_counter()
     spent: dict[str, float] = {}
-    path = _send(
-        fd,
-        protocol.SampledOutput(event="sampled_output", position=position, count=len(outputs)),
-        outputs,
-        spent,
+    sampled = protocol.SampledOutput(
+        event="sampled_output", position=position, count=len(outputs), shapes=shapes
     )
-    steps = {"stage": staged - started, path: time.perf_counter() - staged}
+    path = _send(fd, sampled, outputs, spent)
+    steps = {"stage": staged - gathered, path: time.perf_counter() - staged}
+    if command.elements is not None:
+        steps["gather"] = gathered - started
     return steps | {f"{path}.{step}": seconds for step, seconds in spent.items()}
 
 
