@@ -178,6 +178,18 @@ def test_a_failed_preload_is_a_zygote_error_that_says_why(tmp_path: Path) -> Non
         Zygote(("no_such_module_here:f",), ENV, tmp_path, timeout_s=60)
 
 
+def test_a_preload_after_which_a_fork_finds_cuda_unusable_is_refused(tmp_path: Path) -> None:
+    # A preload that asked the CUDA driver anything (`torch.cuda.is_available()`) leaves
+    # `torch.cuda.is_initialized()` false, yet every child forked after it fails to start CUDA:
+    # the zygote asks a forked probe, as PyTorch would tell that child. No GPU here, so the
+    # preload makes PyTorch say so.
+    (tmp_path / "poisons.py").write_text(
+        "import torch\n\n\ndef cuda_forks():\n    torch.cuda._is_in_bad_fork = lambda: True\n"
+    )
+    with pytest.raises(ZygoteError, match="the preload initialised CUDA"):
+        Zygote(("poisons:cuda_forks",), ENV, tmp_path, timeout_s=60)
+
+
 def test_the_judges_zygote_is_started_again_once_it_died() -> None:
     first = workers.worker_zygote("cpu")
     assert first is not None

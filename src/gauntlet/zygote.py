@@ -57,6 +57,7 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 from pydantic import BaseModel, ConfigDict
@@ -265,10 +266,24 @@ def _preload(spec: Sequence[str]) -> None:
     if function:
         getattr(loaded, function)(*spec[1:])
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    if torch is not None and (torch.cuda.is_initialized() or _forks_into_bad_cuda(torch)):
         raise RuntimeError("the preload initialised CUDA, which a forked child cannot use")
     if threading.active_count() != 1:
         raise RuntimeError(f"the preload left {threading.active_count()} Python threads running")
+
+
+def _forks_into_bad_cuda(torch: ModuleType) -> bool:
+    """Whether a child forked now would find CUDA unusable, as PyTorch tells it.
+
+    `torch.cuda.is_initialized()` says no after a mere `torch.cuda.is_available()`, which
+    initialises the CUDA driver all the same: every worker forked after one failed with
+    "Cannot re-initialize CUDA in forked subprocess" (an H200, 2026-11-28). A probe child asks.
+    """
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) != 0
 
 
 def serve(control: int, preload: Sequence[str]) -> NoReturn:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import BuiltinFunctionType, CodeType, FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
+from unittest import mock
 
 from pydantic import BaseModel
 
@@ -1567,10 +1568,7 @@ def _import_trusted(device: str, ahead: bool = False) -> None:
     if device == "cuda":
         import torch.profiler  # noqa: F401 - trusted before the submission, like timing
 
-        # What serves a CUDA submission's prebuilt units (`_load_prebuilt`): 0.3-0.45 s of a
-        # warm judgment's wait for `ready` on an H200 when imported after the request.
-        import torch.utils.cpp_extension  # noqa: F401
-
+        _import_cpp_extension()
         from gauntlet.judge import cuda_build  # noqa: F401
     # The watch's pieces, trusted before the submission like the rest.
     import torch.autograd.profiler  # noqa: F401
@@ -1579,6 +1577,20 @@ def _import_trusted(device: str, ahead: bool = False) -> None:
     if ahead:
         with _Watch(frozenset()):
             torch.zeros(1).add_(1)
+
+
+def _import_cpp_extension() -> None:
+    """Import what serves a CUDA submission's prebuilt units (`_load_prebuilt`), CUDA untouched.
+
+    Imported after the request, it was 0.32-0.47 s of a warm judgment's wait for `ready` on an
+    H200. Its import asks `torch.cuda.is_available()` only to log a warning where no CUDA
+    runtime is found; asking initialises the CUDA driver, after which no worker forked from a
+    zygote (`preload`) could use CUDA. So the question is answered yes while it imports.
+    """
+    import torch
+
+    with mock.patch.object(torch.cuda, "is_available", return_value=True):
+        import torch.utils.cpp_extension  # noqa: F401
 
 
 def preload(device: str) -> None:
