@@ -170,6 +170,8 @@ class CandidateFigure(BaseModel):
     speedup: float | None
     judge_s: float
     knobs: dict[str, Value] | None = None
+    feedback: str = ""
+    """What the judge said of a candidate that did not pass (its first 2,000 characters)."""
 
 
 class SearchFigures(BaseModel):
@@ -290,6 +292,7 @@ class Figures:
                 speedup=r.speedup,
                 judge_s=round(r.judge_s, 3),
                 knobs=knobs(r),
+                feedback=r.feedback[:2000] if r.status != "pass" else "",
             )
             for r in judged
         ]
