@@ -265,11 +265,11 @@ def _preload(spec: Sequence[str]) -> None:
     loaded = importlib.import_module(module)
     if function:
         getattr(loaded, function)(*spec[1:])
+    if threading.active_count() != 1:
+        raise RuntimeError(f"the preload left {threading.active_count()} Python threads running")
     torch = sys.modules.get("torch")
     if torch is not None and (torch.cuda.is_initialized() or _forks_into_bad_cuda(torch)):
         raise RuntimeError("the preload initialised CUDA, which a forked child cannot use")
-    if threading.active_count() != 1:
-        raise RuntimeError(f"the preload left {threading.active_count()} Python threads running")
 
 
 def _forks_into_bad_cuda(torch: ModuleType) -> bool:
