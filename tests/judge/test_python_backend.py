@@ -400,3 +400,32 @@ def test_a_sampled_calls_elements_are_held_to_the_baseline_error_on_them(tmp_pat
     )
     short = check(reference[:-1].to(torch.float32))
     assert short is not None and "not the [262144] elements asked for" in short[1]
+
+
+def test_a_configs_trials_are_compared_while_the_reference_worker_sends_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The judge reads the reference worker's results as the candidate's session needs them:
+    # the first trial is compared before the worker's last result (its `Done`) is read, and
+    # everything is in once the judgment ends, cached for the next one.
+    from gauntlet.judge.python_backend import _REFERENCES, _ConfigCheck
+
+    checked_early: list[bool] = []
+    real = _ConfigCheck.check_trial
+
+    def check_trial(check: Any, *args: Any) -> Any:
+        checked = real(check, *args)
+        # Compared: its reference is in, the next config's not read yet, nor the worker's end.
+        feed, later = evaluation.feed, evaluation.states[1]
+        checked_early.append(feed is not None and feed.steps is None and not later.reference)
+        return checked
+
+    monkeypatch.setattr(_ConfigCheck, "check_trial", check_trial)
+    evaluation = _Evaluation(_sized_request(tmp_path, {"a": 1024, "b": 2048}, seed=50))
+    result = evaluation.run()
+    assert [c.correct for c in result.results] == [True, True], result.reason or result.results
+    assert checked_early[:2] == [True, True] and checked_early[2:] == [False, False]
+    assert evaluation.feed is not None and evaluation.feed.steps is not None
+    assert not evaluation.feed.wanted and evaluation.serving is None
+    assert all(_REFERENCES.get(evaluation.keys[s.config.name]) for s in evaluation.states)
+    assert result.phases_s["reference"] == evaluation.feed.seconds

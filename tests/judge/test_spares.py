@@ -118,13 +118,13 @@ def test_a_run_keeps_spares_only_where_they_can_serve(monkeypatch: pytest.Monkey
 def _reference_pids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The process of each judgment's reference worker, as it computes the references."""
     pids: list[int] = []
-    real = python_backend._Evaluation._collect_reference
+    real = python_backend._Evaluation._open_feed
 
-    def collect(self: Any, worker: Any) -> dict[str, float]:
+    def collect(self: Any, worker: Any) -> None:
         pids.append(worker.child.pid)
         return real(self, worker)
 
-    monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", collect)
+    monkeypatch.setattr(python_backend._Evaluation, "_open_feed", collect)
     return pids
 
 

@@ -58,19 +58,19 @@ def test_a_worker_lost_twice_is_the_judges_error(monkeypatch: pytest.MonkeyPatch
 
 
 def _kill_as_the_reference_works(monkeypatch: pytest.MonkeyPatch, kill: Any) -> list[int]:
-    """Call `kill(worker)` once, as the judge first reads a reference worker's results.
+    """Call `kill(worker)` once, as the judge opens a reference worker's results to read.
 
     Returns the list that the pid `kill` returns goes into.
     """
-    real = python_backend._Evaluation._collect_reference
+    real = python_backend._Evaluation._open_feed
     killed: list[int] = []
 
-    def kill_first(self: Any, worker: Any) -> dict[str, float]:
+    def kill_first(self: Any, worker: Any) -> None:
         if not killed:
             killed.append(kill(worker))
         return real(self, worker)
 
-    monkeypatch.setattr(python_backend._Evaluation, "_collect_reference", kill_first)
+    monkeypatch.setattr(python_backend._Evaluation, "_open_feed", kill_first)
     return killed
 
 

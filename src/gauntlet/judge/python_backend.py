@@ -201,6 +201,29 @@ class _Sample:
 
 
 @dataclass
+class _ReferenceFeed:
+    """The reference worker's results of a judgment, read as the judgment comes to need them.
+
+    A config's trials are compared as soon as their references are in, while the worker makes
+    the next config's: its memory files (0.4 s of a warm KernelBench L1/1 judgment on an H200)
+    and the judge's comparisons (0.3 s) overlap instead of adding up. Everything is read before
+    the candidate is timed, before any order to the worker, and at the candidate's end.
+    """
+
+    worker: _Worker
+    wanted: set[tuple[str, str, int]]
+    """The results still to come: (config, `trial` or `sample`, index)."""
+    deadline: float
+    limit_bytes: int
+    """What the judge may hold of references (`footprint.reference_budget_bytes`)."""
+    held_bytes: int = 0
+    steps: dict[str, float] | None = None
+    """The worker's own split of its time, from its `Done`: None until every result is in."""
+    seconds: float = 0.0
+    """The judgment's time reading these results, waits included (the `reference` phase)."""
+
+
+@dataclass
 class _ConfigState:
     config: Config
     trials: list[protocol.TrialSpec]
@@ -402,6 +425,10 @@ class _Evaluation:
         through the candidate's run: the task's checker (`[check]`), streamed references."""
         self.streamed_s = 0.0
         """Seconds spent waiting for streamed references (`reference_trial`, `reference_sample`)."""
+        self.feed: _ReferenceFeed | None = None
+        """The reference worker's first results, where it computes any (`_open_feed`)."""
+        self.keys: dict[str, str] = {}
+        """Each config's key in `_REFERENCES`."""
         self.shown_paths = (str(artifact) if artifact else "", str(self.task.root))
         """Where the candidate's process sees its submission and the task's files (a spare's
         slot, or where they are), for cutting its tracebacks to the submission's frames."""
@@ -723,7 +750,7 @@ class _Evaluation:
             if problem:
                 raise JudgeError(f"'{self.task.task_id}' cannot be judged here: {problem}")
         self.tmp.mkdir(parents=True, exist_ok=True)
-        keys = {
+        self.keys = keys = {
             s.config.name: _REFERENCES.key(self.task, s, self.request.device) for s in self.states
         }
         # A task's checker runs in the reference worker, so with one that worker always starts.
@@ -783,25 +810,22 @@ class _Evaluation:
                     if worker is not None:
                         worker.send(protocol.Command(command="start"))
                 if reference is not None:
-                    started = time.monotonic()
-                    steps = self._collect_reference(reference)
-                    phases["reference"] = time.monotonic() - started
-                    phases.update({f"reference.{step}": s for step, s in steps.items()})
-                    streamed = [s.config.name for s in missing if s.streamed is not None]
-                    for state in missing:
-                        if state.streamed is None:
-                            _REFERENCES.put(keys[state.config.name], state.reference, state.samples)
-                    if not checked and not streamed:
-                        self._let_go(reference)
-                        reference = None
-                self.serving = reference
+                    # Its results are read as the candidate's session needs them (`_feed`).
+                    self.serving, reference = reference, None
+                    self._open_feed(self.serving)
                 evaluation = self._collect_candidate(candidate)
+                self._drain()
+                if self.feed is not None:
+                    assert self.feed.steps is not None, "drained"
+                    phases["reference"] = self.feed.seconds
+                    phases.update({f"reference.{k}": v for k, v in self.feed.steps.items()})
+                streamed = [s.config.name for s in missing if s.streamed is not None]
                 if streamed:
                     evaluation.environment["references_streamed"] = ",".join(streamed)
                     evaluation.phases_s["reference.streamed"] = self.streamed_s
-                if reference is not None:
-                    self._let_go(reference)
-                    reference = None
+                if self.serving is not None:
+                    self._let_go(self.serving)
+                    self.serving = None
             evaluation.phases_s = {**phases, **evaluation.phases_s}
             evaluation.environment["containment"] = self.containment
             evaluation.environment["memory_cgroup"] = self.memory_cgroup
@@ -809,8 +833,10 @@ class _Evaluation:
             return evaluation
         finally:
             closing = time.monotonic()
-            if reference is not None:
-                reference.close()
+            for unused in (reference, self.serving):
+                if unused is not None:
+                    unused.close()
+            self.serving = None
             if kernels is not None:
                 candidate.finish()
                 try:
@@ -882,81 +908,119 @@ class _Evaluation:
             state.reference, state.samples = list(trials), dict(samples)
         return True
 
-    def _collect_reference(self, worker: _Worker) -> dict[str, float]:
-        """Store the reference worker's results; return its own split of its time.
+    def _open_feed(self, worker: _Worker) -> None:
+        """Expect the reference worker's results for the missing configs (`_ReferenceFeed`).
 
         The reference worker runs only trusted code, but whatever it sends is still checked:
         exactly the trials and samples asked for, each once. Anything else (a dead, hung or
         confused worker) is the judge's failure, never the submission's.
         """
-        by_name = {s.config.name: s for s in self.states}
         wanted = {
             (s.config.name, kind, i)
-            for s in self.states
+            for s in self._missing
             for kind, indices in (("trial", range(len(s.trials))), ("sample", s.sampled))
             for i in indices
-            if s in self._missing
         }
         budget = STARTUP_S + self.task.spec.timeout_s * max(1, len(self.states))
-        deadline = time.monotonic() + budget
         # Everything here is held until the candidate's outputs are compared, and kept after
         # (`_REFERENCES`): past the budget it would run the host out of memory, late.
-        held_bytes, limit_bytes = 0, footprint.reference_budget_bytes()
-        while True:
-            try:
-                event, tensors = worker.read_event(deadline)
-            except ChannelClosed as err:
-                raise _lost(worker, "reference", err) from err
-            except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
-                where = f"the reference worker of task '{self.task.task_id}'"
-                raise _failed(worker, where, err) from err
-            _trace(self.task, "reference", event, tensors)
-            if isinstance(event, protocol.Done):
-                if wanted:
-                    raise JudgeError(
-                        f"the reference worker of task '{self.task.task_id}' ended without "
-                        f"{len(wanted)} of the results asked for, e.g. {sorted(wanted)[0]}"
-                    )
-                return _phases(event.phases)
-            if isinstance(event, protocol.WorkerFailed):
+        limit_bytes = footprint.reference_budget_bytes()
+        self.feed = _ReferenceFeed(worker, wanted, time.monotonic() + budget, limit_bytes)
+
+    def _feed(self, until: Callable[[], bool]) -> None:
+        """Read the reference worker's results until `until()` or the last of them."""
+        feed = self.feed
+        if feed is None or feed.steps is not None:
+            return
+        started = time.monotonic()
+        try:
+            while feed.steps is None and not until():
+                self._take_reference(feed)
+        finally:
+            feed.seconds += time.monotonic() - started
+        if feed.steps is not None:
+            self._fed()
+
+    def _drain(self) -> None:
+        """Every result of the reference worker in: before timing, orders, and the verdict."""
+        self._feed(lambda: False)
+
+    def fed_seconds(self) -> float:
+        """The judgment's time so far reading the reference worker's results."""
+        return self.feed.seconds if self.feed is not None else 0.0
+
+    def _fed(self) -> None:
+        """All results in: kept for the task's next judgments; the worker let go if not needed.
+
+        It serves on where the task has a checker or a config's references are streamed.
+        """
+        for state in self._missing:
+            if state.streamed is None:
+                _REFERENCES.put(self.keys[state.config.name], state.reference, state.samples)
+        checked = self.task.spec.check is not None
+        if self.serving is not None and not checked:
+            if not any(s.streamed is not None for s in self._missing):
+                self._let_go(self.serving)
+                self.serving = None
+
+    def _take_reference(self, feed: _ReferenceFeed) -> None:
+        """Read and store one of the reference worker's frames."""
+        worker, wanted = feed.worker, feed.wanted
+        try:
+            event, tensors = worker.read_event(feed.deadline)
+        except ChannelClosed as err:
+            raise _lost(worker, "reference", err) from err
+        except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
+            where = f"the reference worker of task '{self.task.task_id}'"
+            raise _failed(worker, where, err) from err
+        _trace(self.task, "reference", event, tensors)
+        if isinstance(event, protocol.Done):
+            if wanted:
                 raise JudgeError(
-                    f"the task's own code failed in the reference worker of "
-                    f"'{self.task.task_id}':\n{event.traceback}"
+                    f"the reference worker of task '{self.task.task_id}' ended without "
+                    f"{len(wanted)} of the results asked for, e.g. {sorted(wanted)[0]}"
                 )
-            if isinstance(event, protocol.ReferenceStreamed):
-                self._streamed(event, wanted, limit_bytes, held_bytes)
-                continue
-            key: tuple[str, str, int] | None = None
-            if isinstance(event, protocol.ReferenceSample):
-                key = (event.config, "sample", event.position)
-            elif isinstance(event, protocol.ReferenceTrial):
-                key = (event.config, "trial", event.trial)
-            if key is None or key not in wanted:
-                raise JudgeError(
-                    f"the reference worker of task '{self.task.task_id}' sent an unexpected "
-                    f"'{event.event}' frame {key or ''}"
+            feed.steps = _phases(event.phases)
+            return
+        if isinstance(event, protocol.WorkerFailed):
+            raise JudgeError(
+                f"the task's own code failed in the reference worker of "
+                f"'{self.task.task_id}':\n{event.traceback}"
+            )
+        if isinstance(event, protocol.ReferenceStreamed):
+            self._streamed(event, wanted, feed.limit_bytes, feed.held_bytes)
+            return
+        key: tuple[str, str, int] | None = None
+        if isinstance(event, protocol.ReferenceSample):
+            key = (event.config, "sample", event.position)
+        elif isinstance(event, protocol.ReferenceTrial):
+            key = (event.config, "trial", event.trial)
+        if key is None or key not in wanted:
+            raise JudgeError(
+                f"the reference worker of task '{self.task.task_id}' sent an unexpected "
+                f"'{event.event}' frame {key or ''}"
+            )
+        wanted.discard(key)
+        state = next(s for s in self.states if s.config.name == key[0])
+        size = sum(t.numel() * t.element_size() for t in tensors)
+        feed.held_bytes += size
+        if feed.held_bytes > feed.limit_bytes:
+            raise JudgeError(
+                f"'{self.task.task_id}' cannot be judged here: "
+                + footprint.references_too_large(
+                    state.config.label(),
+                    size,
+                    len(state.trials) + len(state.sampled),
+                    feed.held_bytes - size - state.nbytes(),
                 )
-            wanted.discard(key)
-            state = by_name[key[0]]
-            size = sum(t.numel() * t.element_size() for t in tensors)
-            held_bytes += size
-            if held_bytes > limit_bytes:
-                raise JudgeError(
-                    f"'{self.task.task_id}' cannot be judged here: "
-                    + footprint.references_too_large(
-                        state.config.label(),
-                        size,
-                        len(state.trials) + len(state.sampled),
-                        held_bytes - size - state.nbytes(),
-                    )
-                )
-            if isinstance(event, protocol.ReferenceSample):
-                state.samples[event.position] = _Sample.of(event, tensors)
-                continue
-            assert isinstance(event, protocol.ReferenceTrial)
-            if event.trial != len(state.reference):
-                raise JudgeError(f"reference trial {key} is out of order")
-            state.reference.append(_Trial.of(event, tensors))
+            )
+        if isinstance(event, protocol.ReferenceSample):
+            state.samples[event.position] = _Sample.of(event, tensors)
+            return
+        assert isinstance(event, protocol.ReferenceTrial)
+        if event.trial != len(state.reference):
+            raise JudgeError(f"reference trial {key} is out of order")
+        state.reference.append(_Trial.of(event, tensors))
 
     def _streamed(
         self,
@@ -997,12 +1061,14 @@ class _Evaluation:
 
     def reference_trial(self, state: _ConfigState, index: int) -> _Trial:
         """A trial's reference: kept, or for a streamed config computed now by the worker."""
+        self._feed(lambda: state.streamed is not None or index < len(state.reference))
         if state.streamed is None:
             return state.reference[index]
         return _Trial.of(*self._reference(state, protocol.ReferenceTrial, index))
 
     def reference_sample(self, state: _ConfigState, position: int) -> _Sample:
         """A sampled timed call's reference: kept, or for a streamed config computed now."""
+        self._feed(lambda: state.streamed is not None or position in state.samples)
         if state.streamed is None:
             return state.samples[position]
         return _Sample.of(*self._reference(state, protocol.ReferenceSample, position))
@@ -1063,6 +1129,7 @@ class _Evaluation:
         limit_s: float,
     ) -> tuple[protocol.Event, list[torch.Tensor]]:
         """One order to the serving reference worker, and its answer (a judge error if it fails)."""
+        self._drain()  # its answer comes after the results it sends first
         worker = self.serving
         assert worker is not None, "orders go to the reference worker kept to serve them"
         try:
@@ -1264,12 +1331,15 @@ class _CandidateSession:
         self.results: dict[str, ConfigResult] = {}
         self.current: _ConfigCheck | None = None
         self.lap = time.monotonic()
+        self.fed_at_lap = evaluation.fed_seconds()
+        """Where the judge's reading of references stood at the last lap: that reading is the
+        `reference` phase, so every other phase leaves it out."""
 
     def phase(self, name: str) -> None:
-        now = time.monotonic()
+        now, fed = time.monotonic(), self.ev.fed_seconds()
         phases = self.result.phases_s
-        phases[name] = phases.get(name, 0.0) + now - self.lap
-        self.lap = now
+        phases[name] = phases.get(name, 0.0) + now - self.lap - (fed - self.fed_at_lap)
+        self.lap, self.fed_at_lap = now, fed
 
     def run(self) -> Evaluation:
         failure: tuple[str, str] | None
@@ -1396,7 +1466,7 @@ class _CandidateSession:
                         f"expected trial {index} of config {name}, got trial {trial.trial} of "
                         f"{trial.config!r}"
                     )
-                checking = time.monotonic()
+                checking, fed = time.monotonic(), self.ev.fed_seconds()
                 moved = check.moved_s
                 check.check_trial(trial, tensors)
                 if self.ev.watched and (trial.most_ops or 0) > MAX_OPS_PER_CALL:
@@ -1429,7 +1499,9 @@ class _CandidateSession:
                     )
                 # The judge's own share of `correctness` (the rest is the candidate's worker).
                 phases = self.result.phases_s
-                phases["compare"] = phases.get("compare", 0.0) + time.monotonic() - checking
+                phases["compare"] = phases.get("compare", 0.0) + (
+                    time.monotonic() - checking - (self.ev.fed_seconds() - fed)
+                )
                 # Of it, moving outputs and references to the comparing device (a GPU's copies).
                 phases["compare.moved"] = phases.get("compare.moved", 0.0) + (check.moved_s - moved)
             event, _ = self._next(timeout, f"config {state.config.label()}")
@@ -1445,6 +1517,9 @@ class _CandidateSession:
             self.phase("correctness")
             return None
         self._expect(event, protocol.Checked, "'checked'")
+        # The reference worker's work ends before the GPU is held alone to time (its last
+        # results, the sampled calls', are checked once the timing is over).
+        self.ev._drain()
         self.phase("correctness")
         names = self.ev._to_time(self.results)
         if names and self.ev.time_alone(self.worker):
