@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
+import pytest
 import torch
 
 from gauntlet.judge import sampling
@@ -27,14 +30,14 @@ def test_one_position_lies_in_each_slice_and_the_same_seed_finds_the_same_ones()
 def test_an_output_no_larger_than_the_count_is_checked_whole() -> None:
     assert sampling.positions(7, 0, 4096, 4096) is None
     output = torch.arange(12.0).reshape(3, 4)
-    assert torch.equal(sampling.gather(output, 7, 0, count=12), output.reshape(-1))
+    assert torch.equal(sampling.gather(output, 7, 0, "cpu", count=12), output.reshape(-1))
 
 
 def test_gather_returns_the_chosen_elements_of_the_flat_output() -> None:
     output = torch.arange(6000.0).reshape(60, 100).t()  # not contiguous
     chosen = sampling.positions(3, 2, 6000, 512)
     assert chosen is not None
-    assert torch.equal(sampling.gather(output, 3, 2, count=512), output.reshape(-1)[chosen])
+    assert torch.equal(sampling.gather(output, 3, 2, "cpu", count=512), output.reshape(-1)[chosen])
 
 
 def test_wrong_elements_escape_no_more_often_than_independent_draws_allow() -> None:
@@ -55,3 +58,18 @@ def test_wrong_elements_escape_no_more_often_than_independent_draws_allow() -> N
                 assert chosen is not None
                 escaped += not bool(wrong[chosen].any())
             assert escaped / 400 <= at_most, (wrong_fraction, escaped)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_two_processes_draw_the_same_positions() -> None:
+    # The candidate's worker and the reference worker draw on the judged GPU, each with a
+    # generator of its own: the same seed must give the same positions in both.
+    code = (
+        "from gauntlet.judge import sampling\n"
+        "p = sampling.positions(11, 1, 50_000_000, device='cuda:0')\n"
+        "print(int(p.sum()), int((p * p % 1_000_003).sum()))"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    mine = sampling.positions(11, 1, 50_000_000, device="cuda:0")
+    assert mine is not None and mine.device.type == "cuda"
+    assert other.stdout.split() == [str(int(mine.sum())), str(int((mine * mine % 1_000_003).sum()))]

@@ -59,7 +59,7 @@ def main() -> int:
             if pair == args.wrong_role_at and step == 0:
                 role = timing.pair_order(pair)[1]
             started = time.perf_counter()
-            sent = worker._report_call(fd, commands, role, pair, out, backward=False)
+            sent = worker._report_call(fd, commands, role, pair, out, False, "cpu")
             report_s += time.perf_counter() - started - timing.sent_seconds(sent)
             for step, seconds in sent.items():
                 steps[step] = steps.get(step, 0.0) + seconds

@@ -557,8 +557,9 @@ class _ReferenceRun:
         shapes = [list(e.shape) for e in expected64]
         if spec.elements is not None:
             seed = spec.elements
-            expected64 = tuple(sampling.gather(e, seed, i) for i, e in enumerate(expected64))
-            base_out = tuple(sampling.gather(b, seed, i) for i, b in enumerate(base_out))
+            where = self.request.device
+            expected64 = tuple(sampling.gather(e, seed, i, where) for i, e in enumerate(expected64))
+            base_out = tuple(sampling.gather(b, seed, i, where) for i, b in enumerate(base_out))
         event = protocol.ReferenceSample(
             event="sample",
             config=config.name,
@@ -1361,7 +1362,7 @@ def _time_configs(
     backward = bool(request.wrt)
 
     def after_call(role: str, position: int, out: Any) -> dict[str, float]:
-        return _report_call(fd, commands, role, position, out, backward)
+        return _report_call(fd, commands, role, position, out, backward, request.device)
 
     for index, name in enumerate(names):
         if index:
@@ -1401,17 +1402,24 @@ def _time_configs(
 
 
 def _report_call(
-    fd: int, commands: FrameReader, role: str, position: int, out: Any, backward: bool
+    fd: int,
+    commands: FrameReader,
+    role: str,
+    position: int,
+    out: Any,
+    backward: bool,
+    device: str,
 ) -> dict[str, float]:
     """Report a timed call to the judge, wait for its go-ahead, send the output if it asks.
 
     The judge's clock brackets the call (from its previous go-ahead to this report); only then
     does it say whether the call is one of its secret samples, and which of its elements to
-    send (`sampling.gather`, where the go-ahead names a seed; else the whole outputs). Returns
-    the seconds spent sending the output, which the judge's clock leaves out too, by step (none
-    for a call not sampled): `gather` (the elements chosen, on the device, where it chose),
-    `stage` (to the host, through pinned memory for a GPU output), then the way the frame
-    went (`channel.FramePath`): `file` (one memory file), `parts` (several, each within
+    send (`sampling.gather`, drawn on the judgment's `device`, where the go-ahead names a seed;
+    else the whole outputs). Returns the seconds spent sending the output, which the judge's
+    clock leaves out too, by step (none for a call not sampled): `gather` (the elements
+    chosen, on the device, where it chose), `stage` (to the host, through pinned memory for a
+    GPU output), then the way the frame went (`channel.FramePath`): `file` (one memory file),
+    `parts` (several, each within
     the largest file this process may make, `_bound_memory_files`) or `inline` (on the socket:
     a frame under 1 MiB, or one no memory file could be made for); of a file's or the parts'
     seconds, `.make` (the files made and filled) and `.send` (passed to the judge).
@@ -1424,7 +1432,8 @@ def _report_call(
     forward = timing.forward_outputs(out, backward)
     shapes = [list(o.shape) for o in forward]
     if command.elements is not None:
-        forward = [sampling.gather(o, command.elements, i) for i, o in enumerate(forward)]
+        seed = command.elements
+        forward = [sampling.gather(o, seed, i, device) for i, o in enumerate(forward)]
     gathered = time.perf_counter()
     outputs = [to_host(o) for o in forward]
     staged = time.perf_counter()
