@@ -678,7 +678,7 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
         # A sampled call's reference: its checked elements, or whole (a task with a checker).
         gathered = any(s.elements is not None for s in config.samples)
         output_bytes = sum(
-            min(t.numel(), sampling.ELEMENTS if gathered else t.numel()) * t.element_size()
+            (min(t.numel(), sampling.ELEMENTS) if gathered else t.numel()) * t.element_size()
             for t in outputs
         )
         needed = trial_bytes * len(config.trials) + output_bytes * len(config.samples)
@@ -1419,10 +1419,10 @@ def _report_call(
     clock leaves out too, by step (none for a call not sampled): `gather` (the elements
     chosen, on the device, where it chose), `stage` (to the host, through pinned memory for a
     GPU output), then the way the frame went (`channel.FramePath`): `file` (one memory file),
-    `parts` (several, each within
-    the largest file this process may make, `_bound_memory_files`) or `inline` (on the socket:
-    a frame under 1 MiB, or one no memory file could be made for); of a file's or the parts'
-    seconds, `.make` (the files made and filled) and `.send` (passed to the judge).
+    `parts` (several, each within the largest file this process may make,
+    `_bound_memory_files`) or `inline` (on the socket: a frame under 1 MiB, or one no memory
+    file could be made for); of a file's or the parts' seconds, `.make` (the files made and
+    filled) and `.send` (passed to the judge).
     """
     _send(fd, protocol.CallMade(event="call_made", role=role, position=position))  # type: ignore[arg-type]
     command = protocol.parse_command(commands.read(None)[0])
