@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from gauntlet import syntax
+
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -55,7 +57,7 @@ class ExprError(ValueError):
 def parse(source: str) -> ast.Expression:
     """Parse and validate an expression; raises ExprError naming the offending part."""
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = syntax.parse(source, mode="eval")
     except SyntaxError as err:
         raise ExprError(f"'{source}' is not an expression: {err.msg}") from err
     for node in ast.walk(tree):

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gauntlet import syntax
+
 Value = int | float | str | bool
 
 _ASM_EQU = r"^[ \t]*\.equ[ \t]+{name}[ \t]*,[ \t]*(?P<value>[^;\n]*?)[ \t]*(?:;[^\n]*)?$"
@@ -141,7 +143,7 @@ def _same(value: Value, written: str, syntax: str) -> bool:
 
 def _locate_python(text: str, file_name: str, name: str) -> Span:
     try:
-        tree = ast.parse(text, filename=file_name)
+        tree = syntax.parse(text, filename=file_name)
     except SyntaxError as err:
         raise KnobError(f"{file_name} is not valid Python (line {err.lineno}): {err.msg}") from err
     found: list[ast.expr] = []

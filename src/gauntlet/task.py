@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from gauntlet import expr, knobs
+from gauntlet import expr, knobs, syntax
 from gauntlet.errors import TaskFormatError
 
 Track = Literal["triton2triton", "cuda2cuda", "torch2triton", "torch2cuda", "accel"]
@@ -602,7 +602,7 @@ def _existing(task: Task, toml_path: Path, key: str, relative: str) -> Path:
 
 def _top_level_names(path: Path, toml_path: Path, key: str) -> set[str]:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = syntax.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as err:
         raise TaskFormatError(
             str(path), f"line {err.lineno}", f"{key} file is not valid Python: {err.msg}"

@@ -39,6 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from gauntlet import syntax
 from gauntlet.agents.base import Budget
 from gauntlet.errors import ConfigError
 from gauntlet.task import Task
@@ -612,7 +613,7 @@ def _entry_signature(task: Task) -> str | None:
         if relative is None or not relative.endswith(".py"):
             continue
         try:
-            tree = ast.parse(task.path(relative).read_text(encoding="utf-8"))
+            tree = syntax.parse(task.path(relative).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError):
             continue
         for node in tree.body:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from gauntlet import syntax
 from gauntlet.accel.isa import (
     Enum,
     Field,
@@ -468,7 +469,7 @@ class _Instance:
         if "vl" not in names:
             return repr(evaluate_formula(text, {**self.info.env, **self.values}))
         self.uses.add("vl")
-        tree = ast.parse(text, mode="eval")
+        tree = syntax.parse(text, mode="eval")
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 if node.func.id != "cdiv":

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from gauntlet import syntax
 from gauntlet.importers.kbsource import ProblemRefused
 
 #: The functions a GPU MODE `reference.py` provides.
@@ -188,7 +189,7 @@ def _template(folder: Path, spec: dict[str, Any]) -> str:
         if path.is_file():
             text = path.read_text(encoding="utf-8")
             try:
-                ast.parse(text)
+                syntax.parse(text)
             except SyntaxError:
                 continue
             return text
@@ -204,7 +205,7 @@ def _sibling_text(folder: Path, sources: dict[str, str], name: str) -> str:
 
 def _parse(text: str, name: str) -> ast.Module:
     try:
-        return ast.parse(text, filename=name)
+        return syntax.parse(text, filename=name)
     except SyntaxError as err:
         raise ProblemRefused(f"{name} is not valid Python (line {err.lineno}: {err.msg})") from err
 

@@ -185,8 +185,10 @@ def write_task(problem: GpuModeProblem, folder: Path, task_id: str, track: str) 
 def _defined(text: str) -> set[str]:
     import ast
 
+    from gauntlet import syntax
+
     names: set[str] = set()
-    for node in ast.parse(text).body:
+    for node in syntax.parse(text).body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):

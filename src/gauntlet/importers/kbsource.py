@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gauntlet import syntax
 from gauntlet.errors import ConfigError
 
 #: Names every KernelBench problem file defines.
@@ -103,7 +104,7 @@ class ProblemSource:
 def parse_problem(text: str, name: str) -> ProblemSource:
     """Read a KernelBench problem file; raises ProblemRefused naming what does not fit."""
     try:
-        tree = ast.parse(text, filename=name)
+        tree = syntax.parse(text, filename=name)
     except SyntaxError as err:
         raise ProblemRefused(f"not valid Python: {err.msg} (line {err.lineno})") from err
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from gauntlet import syntax
 from gauntlet.importers.kbsource import ProblemRefused, ProblemSource, parse_problem
 
 Direction = Literal["forward", "backward"]
@@ -160,7 +161,7 @@ def problem_text(text: str, label: str, settings: list[Settings]) -> str:
     `get_init_inputs()` call the task's own with them.
     """
     try:
-        tree = ast.parse(text, filename=label)
+        tree = syntax.parse(text, filename=label)
     except SyntaxError as err:
         raise ProblemRefused(f"not valid Python: {err.msg} (line {err.lineno})") from err
     defined = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gauntlet import syntax
 from gauntlet.judge.timing import LIBRARY_KERNELS
 
 _IDENT = r"[A-Za-z_]\w*"
@@ -72,7 +73,7 @@ def own_kernels(submission_dir: Path) -> OwnKernels:
         cuda_texts = [text]
         if path.suffix == ".py":
             try:
-                tree = ast.parse(text)
+                tree = syntax.parse(text)
             except SyntaxError:
                 continue
             names.update(_triton_functions(tree))

@@ -23,6 +23,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from gauntlet import syntax
+
 #: Modules a Python submission may import, per language. `torch.nn` and its `functional` are
 #: glue (`nn.Module` for KernelBench's `ModelNew`, `F.pad`); the dispatch watch catches them
 #: doing a task's work.
@@ -305,9 +307,9 @@ def check_python(
     text_findings = _text_findings(source)
     if text_findings:
         return text_findings
-    tree = ast.parse(source.removeprefix(_BOM), filename=filename)
+    tree = syntax.parse(source.removeprefix(_BOM), filename=filename)
     try:
-        as_run = ast.parse(source.encode("utf-8"), filename=filename)
+        as_run = syntax.parse(source.encode("utf-8"), filename=filename)
     except (SyntaxError, ValueError, UnicodeError, LookupError) as err:
         return [
             Finding(1, 0, f"Python cannot compile the file's bytes as it reads its text: {err}")
