@@ -106,6 +106,19 @@ def test_the_chunk_is_sized_to_the_memory_there_is() -> None:
     assert correctness.elements_per_chunk("cpu", 1 << 40) == correctness.HOST_CHUNK_ELEMENTS
 
 
+def test_a_gpu_chunk_takes_no_more_than_its_cap_however_much_memory_is_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The judge shares the GPU with its workers, and its allocator keeps what a chunk took.
+    free = {"bytes": 1 << 40}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free["bytes"], 1 << 41))
+    assert correctness.elements_per_chunk("cuda:0", 1 << 40) == correctness.DEVICE_CHUNK_ELEMENTS
+    assert correctness.elements_per_chunk("cuda:0", 3 << 20) == 3 << 20
+    free["bytes"] = 4 * correctness.COMPARE_BYTES_PER_ELEMENT << 20
+    assert correctness.elements_per_chunk("cuda:0", 1 << 40) == 2 << 20
+
+
 @pytest.mark.parametrize("chunk", [1, 5, 1 << 20])
 def test_the_reference_workers_baseline_error_is_the_same_in_chunks(
     chunk: int, monkeypatch: pytest.MonkeyPatch
@@ -183,6 +196,21 @@ def test_a_comparison_on_the_gpu_of_host_tensors_is_the_hosts() -> None:
     assert correctness.unchecked_output(cand, ref.to(torch.float32), "out", "cuda:0") == (
         correctness.unchecked_output(cand, ref.to(torch.float32), "out")
     )
+
+
+@pytest.mark.gpu
+def test_a_large_comparison_on_the_gpu_gives_its_memory_back() -> None:
+    # Kept by the judge's allocator, a comparison's temporaries (38 GiB at KernelBench's
+    # softmax) ran the next judgment's reference worker out of memory.
+    elements = correctness.RELEASE_BYTES // correctness.COMPARE_BYTES_PER_ELEMENT + 1
+    ref = torch.linspace(-1.0, 1.0, elements, dtype=torch.float64, device="cuda:0")
+    cand = ref.to(torch.float32)
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_reserved("cuda:0")
+    result = correctness.compare(cand, ref, correctness.ANY_FINITE, 1e-3, "out", "cuda:0")
+    assert result.ok
+    assert torch.cuda.max_memory_reserved("cuda:0") > before + correctness.RELEASE_BYTES // 2
+    assert torch.cuda.memory_reserved("cuda:0") <= before
 
 
 @pytest.mark.gpu

@@ -6,8 +6,9 @@ the task's compulsory bytes (`[roofline] bytes`: the inputs read and the outputs
 the config's dtype) and what the two workers hold of them at once while they run side by side:
 the candidate its inputs, their clones and its outputs (twice the bytes), the reference the
 same in float64 (8 / itemsize times the bytes) and its native-dtype outputs (once more). The
-judge's own comparison works in chunks sized to the memory left (`correctness.py`) and is not
-counted. The same bound sizes a judgment's share of the GPU while judgments run side by side
+judge's own comparison works in chunks sized to the memory left, at most 6 GiB of temporaries,
+given back to the device after each large one (`correctness.py`), and is not counted. The
+same bound sizes a judgment's share of the GPU while judgments run side by side
 (`slots_needed`, `devicelock.py`).
 
 On the host, the judge holds the float64 references of a judgment's configs until it has

@@ -590,25 +590,35 @@ class _ReferenceRun:
         with torch.enable_grad() if wrt else torch.no_grad():
             raw = self.ref(*wide.values())
             expected64 = _as_tuple(raw)
+        # Each copy of a GPU-sized trial's inputs is let go as soon as nothing needs it: at
+        # KernelBench's softmax (6 GiB inputs) all of them held at once with the references
+        # and the baseline's outputs came to 54 GiB, and ran out beside the candidate.
+        if not wrt:
+            wide.clear()
         native = raw
         if not self.native_mode:
             # The expected types: the reference on the inputs as drawn.
-            native_args = {k: _clone(v) for k, v in inputs.items()}
             with torch.no_grad():
-                native = self.ref(*native_args.values())
-        laps.lap("reference")
-        base_args = {k: _clone(v) for k, v in inputs.items()}
-        for name in wrt:
-            base_args[name].requires_grad_(True)
-        with torch.enable_grad() if wrt else torch.no_grad():
-            base_out = _as_tuple(self.base(*base_args.values()))
-        base_err, base_abs = _per_output_errors(base_out, expected64)
-        laps.lap("baseline")
+                native = self.ref(*(_clone(v) for v in inputs.values()))
+        expected = _describe_output(native)
         natives = _as_tuple(native)
         tensors = [
             _for_judge(e, natives[i] if i < len(natives) else None)
             for i, e in enumerate(expected64)
         ]
+        del native, natives
+        laps.lap("reference")
+        base_args = {k: _clone(v) for k, v in inputs.items()}
+        for name in wrt:
+            base_args[name].requires_grad_(True)
+        if not wrt:
+            inputs.clear()
+        with torch.enable_grad() if wrt else torch.no_grad():
+            base_out = _as_tuple(self.base(*base_args.values()))
+        if not wrt:
+            base_args.clear()
+        base_err, base_abs = _per_output_errors(base_out, expected64)
+        laps.lap("baseline")
         grad_errs: list[float] = []
         grad_abs: list[float] = []
         if wrt:
@@ -627,7 +637,7 @@ class _ReferenceRun:
             event="reference_trial",
             config=config.name,
             trial=index,
-            expected=_describe_output(native),
+            expected=expected,
             baseline_rel_l2=base_err,
             baseline_grad_rel_l2=grad_errs,
             baseline_max_abs=base_abs,
