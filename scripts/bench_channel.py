@@ -3,7 +3,8 @@
     python scripts/bench_channel.py [--mib 512] [--limit-mib 32] [--repeats 3]
 
 A real writer process sends one frame of `--mib` MiB (a float32 array) over a Unix socket
-pair: `file` (no file-size limit: one memory file), `parts` (a file-size limit of
+pair: `file` (no file-size limit: one memory file, or from 64 MiB one a filling thread, made
+side by side, `channel.PARALLEL_FILL_BYTES`), `parts` (a file-size limit of
 `--limit-mib`: memory files of that size, as a candidate's per-file share,
 `worker._bound_memory_files`) and `inline` (a limit under a page: no memory file, the bytes
 on the socket). Prints, per way and run, the writer's seconds and CPU seconds in

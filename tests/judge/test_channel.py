@@ -4,10 +4,13 @@ import errno
 import fcntl
 import gc
 import json
+import mmap
 import os
+import resource
 import socket
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -529,3 +532,77 @@ def test_a_refused_part_is_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bool((arrays[0] == data).all())
     for fd in (read_fd, write_fd):
         os.close(fd)
+
+
+def test_without_a_file_size_limit_a_large_frame_goes_in_one_part_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    unlimited = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: unlimited)
+    assert channel._part_bytes(channel.PARALLEL_FILL_BYTES - 1) == channel.PARALLEL_FILL_BYTES - 1
+    total = 10 * channel.PARALLEL_FILL_BYTES + 12_345
+    part = channel._part_bytes(total)
+    assert part is not None and part % mmap.PAGESIZE == 0
+    assert -(-total // part) == channel.FILL_THREADS
+
+
+def _parallel_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames of a MiB or more in parts of a few pages, filled side by side by 8 threads."""
+    monkeypatch.setattr(channel, "PARALLEL_FILL_BYTES", 4 * mmap.PAGESIZE)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    unlimited = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: unlimited)
+
+
+def test_parts_filled_side_by_side_arrive_whole_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _parallel_parts(monkeypatch)
+    gen = torch.Generator().manual_seed(4)
+    # Odd sizes, so parts begin and end inside tensors.
+    tensors = [
+        torch.randn(100_003, generator=gen, dtype=torch.float64),
+        torch.randint(0, 9, (77,), generator=gen, dtype=torch.int16),
+        torch.randn(200_001, generator=gen),
+    ]
+    read_fd, write_fd = _socket_pair()
+    reader = FrameReader(read_fd)
+    spent: dict[str, float] = {}
+    assert write_frame(write_fd, {"event": "big"}, tensors, spent) == "parts"
+    header, arrived = reader.read(time.monotonic() + 10)
+    assert header == {"event": "big"}
+    assert all(torch.equal(a, b) for a, b in zip(arrived, tensors, strict=True))
+    assert reader.passed == [] and sorted(spent) == ["make", "send"]
+    reader.close()
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def test_a_part_that_cannot_be_made_side_by_side_leaves_no_file_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _parallel_parts(monkeypatch)
+    made = channel._sealed_file
+    calls = {"n": 0}
+
+    def third_fails(blobs: list[memoryview], start: int, size: int) -> int:
+        calls["n"] += 1
+        if start >= 2 * size:
+            raise OSError(errno.EMFILE, "no descriptor left")
+        return made(blobs, start, size)
+
+    monkeypatch.setattr(channel, "_sealed_file", third_fails)
+    tensor = torch.arange(1 << 18, dtype=torch.float64)  # 2 MiB
+    read_fd, write_fd = _socket_pair()
+    before = len(os.listdir("/proc/self/fd"))
+    # No descriptor to spare: the bytes follow the header, as for one file that cannot be made
+    # (read meanwhile: they are more than the socket holds).
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(FrameReader(read_fd).read, time.monotonic() + 30)
+        assert write_frame(write_fd, {"event": "big"}, [tensor]) == "inline"
+        _, arrived = reading.result()
+    assert calls["n"] > 2 and len(os.listdir("/proc/self/fd")) == before
+    assert torch.equal(arrived[0], tensor)
+    os.close(read_fd)
+    os.close(write_fd)
