@@ -68,14 +68,18 @@ from gauntlet.task import Task, load_task
 #: Parts of `correctness`: the configs' first calls (compiling, loading kernels) and the
 #: judge's own comparisons, of which moving the tensors to the comparing device; and, where a
 #: config's references were too large to hold (docs/gpu.md), the wait for each one streamed
-#: from the reference worker (inside `compare` and `timing.judge_check`). Of `reference`, the
-#: results sent (`reference.send`), of which their memory files made and filled (`.make`).
+#: from the reference worker (inside `compare` and `timing.judge_check`), of which the worker's
+#: computing (`.compute`; the rest is their sending and reading). Of `reference`, the results
+#: sent (`reference.send`), of which copied off the GPU (`.stage`) and their memory files made
+#: and filled (`.make`).
 PARTS = (
     "first_trial",
     "compare",
     "compare.moved",
     "reference.streamed",
+    "reference.streamed.compute",
     "reference.send",
+    "reference.send.stage",
     "reference.send.make",
 )
 #: Parts of `timing` (GPU only): the timed pairs, split per step of a call by the worker

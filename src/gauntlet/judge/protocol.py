@@ -460,6 +460,8 @@ class ReferenceSample(_Frame):
     """The baseline's error on the elements sent (all of them, or those `elements` chose)."""
     shapes: Annotated[list[Shape], Field(max_length=MAX_ITEMS)]
     """The reference outputs' shapes (the tensors may be their gathered elements)."""
+    compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
 
 
 class ReferenceTrial(_Frame):
@@ -473,6 +475,8 @@ class ReferenceTrial(_Frame):
     baseline_grad_rel_l2: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
     baseline_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
     baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
+    compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
 
 
 class ReferenceStreamed(_Frame):

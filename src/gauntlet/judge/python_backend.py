@@ -425,6 +425,8 @@ class _Evaluation:
         through the candidate's run: the task's checker (`[check]`), streamed references."""
         self.streamed_s = 0.0
         """Seconds spent waiting for streamed references (`reference_trial`, `reference_sample`)."""
+        self.streamed_compute_s = 0.0
+        """Of them, the worker's word for its computing (the rest: sending them, and reading)."""
         self.feed: _ReferenceFeed | None = None
         """The reference worker's first results, where it computes any (`_open_feed`)."""
         self.keys: dict[str, str] = {}
@@ -823,6 +825,7 @@ class _Evaluation:
                 if streamed:
                     evaluation.environment["references_streamed"] = ",".join(streamed)
                     evaluation.phases_s["reference.streamed"] = self.streamed_s
+                    evaluation.phases_s["reference.streamed.compute"] = self.streamed_compute_s
                 if self.serving is not None:
                     self._let_go(self.serving)
                     self.serving = None
@@ -1091,7 +1094,9 @@ class _Evaluation:
         # As long as the candidate's worker may take for a trial, and the start-up's again
         # for a slow float64 one on the host.
         event, tensors = self._ask(order, [], where, STARTUP_S + self.task.spec.timeout_s)
-        self.streamed_s += time.monotonic() - asking
+        waited = time.monotonic() - asking
+        self.streamed_s += waited
+        self.streamed_compute_s += min(getattr(event, "compute_s", 0.0), waited)
         if not isinstance(event, kind) or (event.config, getattr(event, field)) != (name, index):
             raise JudgeError(
                 f"{where} answered '{event.event}' for {what} {index} of config {name}"

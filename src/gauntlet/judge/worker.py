@@ -545,7 +545,7 @@ class _ReferenceRun:
         """
         import torch
 
-        laps = self.laps
+        laps, computing = self.laps, time.perf_counter()
         spec = next(s for s in config.samples if s.position == position)
         inputs = self.sample_inputs(config, position)
         laps.lap("inputs")
@@ -566,6 +566,7 @@ class _ReferenceRun:
             position=position,
             baseline_rel_l2=[_errors(b, e)[0] for b, e in zip(base_out, expected64, strict=True)],
             shapes=shapes,
+            compute_s=time.perf_counter() - computing,
         )
         return event, [_for_judge(e, b) for e, b in zip(expected64, base_out, strict=True)]
 
@@ -576,6 +577,7 @@ class _ReferenceRun:
         import torch
 
         request, laps, wrt = self.request, self.laps, self.request.wrt
+        computing = time.perf_counter()
         inputs = self.trial_inputs(config, index)
         unknown = [n for n in request.outputs if n not in inputs]
         if unknown:
@@ -642,6 +644,7 @@ class _ReferenceRun:
             baseline_grad_rel_l2=grad_errs,
             baseline_max_abs=base_abs,
             baseline_grad_max_abs=grad_abs,
+            compute_s=time.perf_counter() - computing,
         )
         return event, tensors
 
