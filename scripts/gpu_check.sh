@@ -84,6 +84,8 @@
 #   KB_REPEATS=3         for `kb`: warm judgments of each side (the median: the first warm one
 #                        of ours may still wait for its spare workers' imports)
 #   KB_ARGS=             more scripts/bench_judge.py arguments for `kb` (e.g. --time-cap 2)
+#   KB_THEIRS=1          for `kb`: 0 judges ours only, no KernelBench side (L1/23's both sides
+#                        take about 500 s: ours alone fits a call with other steps)
 #   KBIMPORT_LEVELS=1,2,3  for `kbimport`: the levels (KBIMPORT_ARGS: more arguments, e.g.
 #                        --ids 1,2 or --max-mb 16 --max-gflop 0.5, the defaults)
 #   KBIMPORT_JOBS=14     for `kbimport`: problems imported at once (each probe one CPU thread)
@@ -240,11 +242,13 @@ for step in "${steps[@]}"; do
                 line=$(awk -F '\t' -v n="$number" '$1 == n' .kb-kit/cases.tsv)
                 [ -n "$line" ] || { echo "kb step: problem $number is not in .kb-kit/cases.tsv" >> "$out/kb.log"; status=1; continue; }
                 IFS=$'\t' read -r _ task submission problem kernel <<< "$line"
-                ours+=(--case "$task" "$submission"); theirs+=(--kernelbench-case "$problem" "$kernel")
+                ours+=(--case "$task" "$submission")
+                [ "${KB_THEIRS:-1}" = 0 ] || theirs+=(--kernelbench-case "$problem" "$kernel")
             done
+            [ ${#theirs[@]} -eq 0 ] || theirs=(--kernelbench-eval .kb-kit/kb_eval_one.py "${theirs[@]}")
             # shellcheck disable=SC2086
             bounded python3 scripts/bench_judge.py --device cuda:0 --repeats "${KB_REPEATS:-3}" \
-                --out "$out/kb.md" --verdicts "$out/kb-verdicts.jsonl" "${ours[@]}" --kernelbench-eval .kb-kit/kb_eval_one.py "${theirs[@]}" \
+                --out "$out/kb.md" --verdicts "$out/kb-verdicts.jsonl" "${ours[@]}" ${theirs[@]+"${theirs[@]}"} \
                 ${KB_ARGS:-} 2>&1 | tee -a "$out/kb.log" | tail -n 30
             [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
             stop_workers ;;

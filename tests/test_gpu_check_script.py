@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,3 +51,47 @@ def test_a_call_within_the_limit_keeps_its_files_as_they_are(tmp_path: Path) -> 
     (out / "kb.md").write_text("table\n")
     assert _run(out, PACK_FILES="3").returncode == 2
     assert sorted(p.name for p in out.iterdir()) == ["kb.md", "summary.txt"]
+
+
+def _kb_checkout(tmp_path: Path) -> Path:
+    """A checkout holding the script, a kit of one case and a bench_judge.py that says its args."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "gpu_check.sh").write_text(SCRIPT.read_text())
+    (root / "scripts" / "bench_judge.py").write_text(
+        "import json, sys\nprint('ARGS ' + json.dumps(sys.argv[1:]))\n"
+    )
+    (root / ".kb-kit").mkdir()
+    case = ["23", "tasks/l1/23", "submissions/l1_23", "kb/23_Softmax.py", "kernels/softmax.py"]
+    (root / ".kb-kit" / "cases.tsv").write_text("\t".join(case) + "\n")
+    return root
+
+
+def _kb_args(root: Path, out: Path, **env: str) -> list[str]:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    finished = subprocess.run(
+        ["bash", str(root / "scripts" / "gpu_check.sh"), str(out), "kb"],
+        env={**os.environ, "PATH": path, "KB_PROBLEMS": "23", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    line = next(x for x in (out / "kb.log").read_text().splitlines() if x.startswith("ARGS "))
+    args: list[str] = json.loads(line.removeprefix("ARGS "))
+    return args
+
+
+def test_the_kb_step_judges_both_sides_or_ours_alone(tmp_path: Path) -> None:
+    root = _kb_checkout(tmp_path)
+    both = _kb_args(root, tmp_path / "both")
+    assert both[both.index("--case") + 1 :][:2] == ["tasks/l1/23", "submissions/l1_23"]
+    assert both[both.index("--kernelbench-eval") + 1] == ".kb-kit/kb_eval_one.py"
+    assert both[both.index("--kernelbench-case") + 1 :][:2] == [
+        "kb/23_Softmax.py",
+        "kernels/softmax.py",
+    ]
+    ours = _kb_args(root, tmp_path / "ours", KB_THEIRS="0")
+    assert "--case" in ours
+    assert "--kernelbench-eval" not in ours and "--kernelbench-case" not in ours
