@@ -11,6 +11,7 @@ import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -545,6 +546,11 @@ def test_without_a_file_size_limit_a_large_frame_goes_in_one_part_a_thread(
     part = channel._part_bytes(total)
     assert part is not None and part % mmap.PAGESIZE == 0
     assert -(-total // part) == channel.FILL_THREADS
+    # A writer with a file-size limit (a candidate): its parts stay within it.
+    limit = (8 << 20) + 123
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (limit, limit))
+    assert channel._part_bytes(total) == limit - limit % mmap.PAGESIZE
+    assert channel._part_bytes(5 << 20) == 5 << 20
 
 
 def _parallel_parts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -579,30 +585,71 @@ def test_parts_filled_side_by_side_arrive_whole_and_in_order(
     os.close(write_fd)
 
 
-def test_a_part_that_cannot_be_made_side_by_side_leaves_no_file_open(
+def _write_and_read(tensor: torch.Tensor) -> tuple[str, torch.Tensor, int]:
+    """The way a frame of `tensor` went, what arrived, and the descriptors left over after."""
+    read_fd, write_fd = _socket_pair()
+    before = len(os.listdir("/proc/self/fd"))
+    # Read meanwhile: inline, the bytes are more than the socket holds.
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(FrameReader(read_fd).read, time.monotonic() + 30)
+        path = write_frame(write_fd, {"event": "big"}, [tensor])
+        _, arrived = reading.result()
+    left = len(os.listdir("/proc/self/fd")) - before
+    os.close(read_fd)
+    os.close(write_fd)
+    return path, arrived[0], left
+
+
+def test_parts_that_cannot_all_exist_at_once_are_made_one_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Descriptors short while eight are made at once (EMFILE): the parts made before the first
+    # failure are kept, the rest closed, and made again one at a time.
     _parallel_parts(monkeypatch)
     made = channel._sealed_file
-    calls = {"n": 0}
+    refused: set[int] = set()
 
-    def third_fails(blobs: list[memoryview], start: int, size: int) -> int:
-        calls["n"] += 1
-        if start >= 2 * size:
+    def short_of_descriptors(blobs: list[memoryview], start: int, size: int) -> int:
+        if start >= 2 * size and start not in refused:
+            refused.add(start)
             raise OSError(errno.EMFILE, "no descriptor left")
         return made(blobs, start, size)
 
-    monkeypatch.setattr(channel, "_sealed_file", third_fails)
-    tensor = torch.arange(1 << 18, dtype=torch.float64)  # 2 MiB
-    read_fd, write_fd = _socket_pair()
-    before = len(os.listdir("/proc/self/fd"))
-    # No descriptor to spare: the bytes follow the header, as for one file that cannot be made
-    # (read meanwhile: they are more than the socket holds).
-    with ThreadPoolExecutor(1) as pool:
-        reading = pool.submit(FrameReader(read_fd).read, time.monotonic() + 30)
-        assert write_frame(write_fd, {"event": "big"}, [tensor]) == "inline"
-        _, arrived = reading.result()
-    assert calls["n"] > 2 and len(os.listdir("/proc/self/fd")) == before
-    assert torch.equal(arrived[0], tensor)
-    os.close(read_fd)
-    os.close(write_fd)
+    monkeypatch.setattr(channel, "_sealed_file", short_of_descriptors)
+    tensor = torch.arange(1 << 18, dtype=torch.float64)  # 2 MiB in 8 parts
+    path, arrived, left = _write_and_read(tensor)
+    assert path == "parts" and torch.equal(arrived, tensor) and left == 0
+    assert len(refused) == channel.FILL_THREADS - 2
+
+
+def test_no_thread_to_spare_makes_the_parts_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _parallel_parts(monkeypatch)
+    submit = ThreadPoolExecutor.submit
+    started: list[int] = []
+
+    def one_thread_only(self: ThreadPoolExecutor, *args: Any, **kwargs: Any) -> Any:
+        if started:
+            raise RuntimeError("can't start new thread")
+        started.append(1)
+        return submit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", one_thread_only)
+    tensor = torch.arange(1 << 18, dtype=torch.float64)
+    path, arrived, left = _write_and_read(tensor)
+    assert path == "parts" and torch.equal(arrived, tensor) and left == 0
+
+
+def test_a_frame_whose_first_part_cannot_be_made_follows_inline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _parallel_parts(monkeypatch)
+
+    def no_descriptor(blobs: list[memoryview], start: int, size: int) -> int:
+        raise OSError(errno.EMFILE, "no descriptor left")
+
+    monkeypatch.setattr(channel, "_sealed_file", no_descriptor)
+    tensor = torch.arange(1 << 18, dtype=torch.float64)
+    path, arrived, left = _write_and_read(tensor)
+    assert path == "inline" and torch.equal(arrived, tensor) and left == 0

@@ -21,11 +21,13 @@ which the writer then waits out), and no file is ever past its file-size limit: 
 candidate's frames hold outside its memory cap stays within the file-size limit times its
 descriptors and its descriptors in flight, the bound `_bound_memory_files` sets. The reader
 maps each part as it comes into one reserved range, so the frame's bytes are one view, as
-from one file, and it holds one part's descriptor at a time. A writer without a file-size
-limit (the reference worker, the judge) puts a frame of `PARALLEL_FILL_BYTES` or more in one
-part a thread, all filled at once: a file's writes take its lock in turn, one thread fills
-about 2 GB/s, and separate files fill side by side (1 GiB in 0.27-0.47 s against 0.55-1.17 s
-in one file, on this project's 2-core machine, 2026-11-28, `scripts/bench_channel.py`). On
+from one file, and it holds one part's descriptor at a time. A frame of `PARALLEL_FILL_BYTES`
+or more goes in one part a thread (at most `FILL_THREADS`, within the file-size limit), up to
+`FILL_THREADS` of them made at once (`_Parts`): a file's writes take its lock in turn, one
+thread fills about 2 GB/s, and separate files fill side by side (1 GiB in 0.27-0.47 s against
+0.55-1.17 s in one file; under a 32 MiB file-size limit 0.35-0.39 s against 0.51-0.80 s made
+one at a time; this project's 2-core machine, 2026-11-28, `scripts/bench_channel.py`). Each
+part made holds a descriptor until it is sent, so the bound stands. On
 a pipe, for small frames, or where the writer can make no memory file (none of a page, one
 past `MAX_PARTS` parts, no descriptor left), the bytes follow the header inline.
 
@@ -55,7 +57,7 @@ import stat
 import struct
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -73,9 +75,9 @@ MAX_HEADER_BYTES = 16 * 1024 * 1024
 MAX_FRAME_BYTES = 8 * 1024 * 1024 * 1024
 #: Frames whose tensors hold at least this many bytes travel in a sealed memory file.
 SHARED_MIN_BYTES = 1 << 20
-#: Frames of at least this many bytes go in several memory files filled side by side, where
-#: the writer has no file-size limit: one thread fills a file at about 2 GB/s (an H200 host's
-#: reference worker wrote 32 GB of float64 references in 19 s for KernelBench's softmax).
+#: Frames of at least this many bytes go in several memory files filled side by side: one
+#: thread fills a file at about 2 GB/s (an H200 host's reference worker wrote 32 GB of float64
+#: references in 19 s for KernelBench's softmax, a candidate's 6.4 GB outputs took seconds).
 PARALLEL_FILL_BYTES = 64 << 20
 #: Memory files filled at once at most, one thread each.
 FILL_THREADS = 8
@@ -228,15 +230,12 @@ def write_frame(
         blobs.append(data)
     total = sum(len(b) for b in blobs)
     part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and _is_socket(fd) else None
+    parts = _Parts(blobs, total, part_bytes or total)
     first = -1
-    ahead: list[int] = []  # the later parts, where they are all made at once
     if part_bytes is not None:
         started = time.perf_counter()
         try:
-            if part_bytes < total and _unlimited():
-                first, *ahead = _sealed_files(blobs, total, part_bytes)
-            else:
-                first = _sealed_file(blobs, 0, min(part_bytes, total))
+            first = parts.next()
             _add(laps, "make", started)
         except OSError as err:
             if err.errno not in _NO_FILE:
@@ -251,6 +250,7 @@ def write_frame(
     head = json.dumps({**header, **fields}, allow_nan=True).encode()
     message = _LENGTH.pack(len(head)) + head
     if not shared:
+        parts.close()
         _write_all(fd, message)
         for blob in blobs:
             _write_all(fd, blob)
@@ -264,13 +264,12 @@ def write_frame(
             for offset in range(part_bytes, total, part_bytes):
                 size = min(part_bytes, total - offset)
                 started = time.perf_counter()
-                memory = ahead.pop(0) if ahead else _sealed_file(blobs, offset, size)
+                memory = parts.next()
                 made = _add(laps, "make", started)
                 _send_part(sock, fd, _LENGTH.pack(size), memory)
                 _add(laps, "send", made)
     finally:
-        for memory in ahead:
-            os.close(memory)
+        parts.close()
     return "file" if part_bytes >= total else "parts"
 
 
@@ -284,23 +283,24 @@ def _add(laps: dict[str, float], step: str, since: float) -> float:
 def _part_bytes(total: int) -> int | None:
     """The bytes of each memory file a frame of `total` bytes goes in; None: it goes inline.
 
-    Without a file-size limit, a frame of `PARALLEL_FILL_BYTES` or more goes in one part a
-    filling thread (`_sealed_files`).
+    Whole pages, within this process's file-size limit; a frame of `PARALLEL_FILL_BYTES` or
+    more in one part a filling thread (`_Parts`).
     """
     largest = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if largest == resource.RLIM_INFINITY:
-        if total < PARALLEL_FILL_BYTES:
-            return total
+    unlimited = largest == resource.RLIM_INFINITY
+    if total >= PARALLEL_FILL_BYTES:
         threads = min(FILL_THREADS, len(os.sched_getaffinity(0)))
         part = -(-total // max(threads, 1))
-        return part + -part % mmap.PAGESIZE
-    if total <= largest:
+        part += -part % mmap.PAGESIZE
+        if not unlimited:
+            part = min(part, largest - largest % mmap.PAGESIZE)
+    elif unlimited or total <= largest:
         return total
-    # Whole pages: the reader maps each part at its offset in one range.
-    part = largest - largest % mmap.PAGESIZE
+    else:
+        part = largest - largest % mmap.PAGESIZE
     if part == 0 or -(-total // part) > MAX_PARTS:
         return None
-    return part
+    return total if part >= total else part
 
 
 def _send_part(sock: socket.socket, fd: int, message: bytes, memory: int) -> None:
@@ -323,31 +323,76 @@ def _send_part(sock: socket.socket, fd: int, message: bytes, memory: int) -> Non
         os.close(memory)
 
 
-def _unlimited() -> bool:
-    """Whether this process may make memory files of any size (no `RLIMIT_FSIZE`)."""
-    return resource.getrlimit(resource.RLIMIT_FSIZE)[0] == resource.RLIM_INFINITY
+class _Parts:
+    """A frame's memory files, made in order as the writer asks for each.
 
-
-def _sealed_files(blobs: list[memoryview], total: int, part_bytes: int) -> list[int]:
-    """Every part of a frame as a sealed memory file, made and filled side by side.
-
-    Each file its own thread: writes to one file take its lock in turn (two threads filling
-    one file took as long as one), while separate files fill at once. Only for a writer
-    without a file-size limit: one with a limit (a candidate) holds one part at a time.
+    A frame of `PARALLEL_FILL_BYTES` or more has up to `FILL_THREADS` of its parts made side
+    by side, each filled by its own thread: one file's writes take its lock in turn (two
+    threads filling one file took as long as one), while separate files fill at once. Every
+    part made holds a descriptor until it is sent, so what a candidate holds this way stays
+    within the bound `worker._bound_memory_files` sets (its file-size limit times its
+    descriptors). Where not all of them can exist at once (a `_NO_FILE` error), those made
+    before the first that failed are kept and the rest are made one at a time.
     """
-    offsets = range(0, total, part_bytes)
-    with ThreadPoolExecutor(len(offsets), thread_name_prefix="gauntlet-fill") as pool:
-        making = [
-            pool.submit(_sealed_file, blobs, offset, min(part_bytes, total - offset))
-            for offset in offsets
-        ]
-    made = [future.result() for future in making if future.exception() is None]
-    failed = next((future.exception() for future in making if future.exception()), None)
-    if failed is not None:
-        for memory in made:
+
+    def __init__(self, blobs: list[memoryview], total: int, part_bytes: int) -> None:
+        self.blobs = blobs
+        self.total = total
+        self.part_bytes = max(part_bytes, 1)
+        self.offsets = list(range(0, total, self.part_bytes)) or [0]
+        self.given = 0
+        """Parts handed to the writer so far."""
+        self.ahead: list[int] = []
+        """Parts made and not yet handed out, in order from `given`."""
+        self.side_by_side = total >= PARALLEL_FILL_BYTES and len(self.offsets) > 1
+
+    def next(self) -> int:
+        """The next part's memory file (the caller closes it)."""
+        if not self.ahead:
+            self.ahead = self._made_side_by_side() if self.side_by_side else []
+            if not self.ahead:
+                self.side_by_side = False
+                self.ahead = [self._make(self.given)]
+        self.given += 1
+        return self.ahead.pop(0)
+
+    def close(self) -> None:
+        """Close the parts made and never handed out."""
+        for memory in self.ahead:
             os.close(memory)
-        raise failed
-    return made
+        self.ahead = []
+
+    def _make(self, index: int) -> int:
+        offset = self.offsets[index]
+        return _sealed_file(self.blobs, offset, min(self.part_bytes, self.total - offset))
+
+    def _made_side_by_side(self) -> list[int]:
+        indices = range(self.given, min(self.given + FILL_THREADS, len(self.offsets)))
+        making: list[Future[int]] = []
+        try:
+            with ThreadPoolExecutor(len(indices), thread_name_prefix="gauntlet-fill") as pool:
+                making.extend(pool.submit(self._make, index) for index in indices)
+        except RuntimeError:
+            # No thread to spare (a limit on the process's tasks): one part at a time instead.
+            for future in making:
+                if future.exception() is None:
+                    os.close(future.result())
+            return []
+        made: list[int] = []
+        failed: BaseException | None = None
+        for future in making:
+            error = future.exception()
+            if error is None and failed is None:
+                made.append(future.result())
+            elif error is None:
+                os.close(future.result())
+            elif failed is None:
+                failed = error
+        if failed is not None and not (isinstance(failed, OSError) and failed.errno in _NO_FILE):
+            for memory in made:
+                os.close(memory)
+            raise failed
+        return made
 
 
 def _sealed_file(blobs: list[memoryview], start: int, size: int) -> int:

@@ -1138,7 +1138,7 @@ def _bound_memory_files() -> None:
     them again) and each file may hold a share of the memory cap (`memory_cap`: the
     address-space limit on the CPU, the data-segment limit on a GPU), so that all of them
     together hold no more than that cap once more. The worker's own frames too large for one
-    file go in several, one made at a time (`channel.write_frame`).
+    file go in several, each holding a descriptor until it is sent (`channel.write_frame`).
     """
     highest = max(int(name) for name in os.listdir("/proc/self/fd"))
     descriptors = highest + 1 + CANDIDATE_FD_HEADROOM
