@@ -12,11 +12,13 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.sh"
 
 
-def _run(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    out: Path, step: str = "no-such-step", script: Path = SCRIPT, **env: str
+) -> subprocess.CompletedProcess[str]:
     # This interpreter first on PATH: the script's `python3` must find pydantic, as on the device.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     return subprocess.run(
-        ["bash", str(SCRIPT), str(out), "no-such-step"],
+        ["bash", str(script), str(out), step],
         env={**os.environ, "PATH": path, **env},
         capture_output=True,
         text=True,
@@ -68,15 +70,7 @@ def _kb_checkout(tmp_path: Path) -> Path:
 
 
 def _kb_args(root: Path, out: Path, **env: str) -> list[str]:
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    finished = subprocess.run(
-        ["bash", str(root / "scripts" / "gpu_check.sh"), str(out), "kb"],
-        env={**os.environ, "PATH": path, "KB_PROBLEMS": "23", **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    finished = _run(out, "kb", root / "scripts" / "gpu_check.sh", KB_PROBLEMS="23", **env)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     line = next(x for x in (out / "kb.log").read_text().splitlines() if x.startswith("ARGS "))
     args: list[str] = json.loads(line.removeprefix("ARGS "))

@@ -230,9 +230,9 @@ def write_frame(
         blobs.append(data)
     total = sum(len(b) for b in blobs)
     part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and _is_socket(fd) else None
-    parts = _Parts(blobs, total, part_bytes or total)
+    parts = _Parts(blobs, total, part_bytes) if part_bytes is not None else None
     first = -1
-    if part_bytes is not None:
+    if parts is not None:
         started = time.perf_counter()
         try:
             first = parts.next()
@@ -250,12 +250,13 @@ def write_frame(
     head = json.dumps({**header, **fields}, allow_nan=True).encode()
     message = _LENGTH.pack(len(head)) + head
     if not shared:
-        parts.close()
+        if parts is not None:
+            parts.close()
         _write_all(fd, message)
         for blob in blobs:
             _write_all(fd, blob)
         return "inline"
-    assert part_bytes is not None
+    assert parts is not None and part_bytes is not None
     try:
         with socket.socket(fileno=os.dup(fd)) as sock:
             started = time.perf_counter()
@@ -338,8 +339,8 @@ class _Parts:
     def __init__(self, blobs: list[memoryview], total: int, part_bytes: int) -> None:
         self.blobs = blobs
         self.total = total
-        self.part_bytes = max(part_bytes, 1)
-        self.offsets = list(range(0, total, self.part_bytes)) or [0]
+        self.part_bytes = part_bytes
+        self.offsets = list(range(0, total, part_bytes))
         self.given = 0
         """Parts handed to the writer so far."""
         self.ahead: list[int] = []

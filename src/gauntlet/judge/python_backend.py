@@ -1096,11 +1096,11 @@ class _Evaluation:
         event, tensors = self._ask(order, [], where, STARTUP_S + self.task.spec.timeout_s)
         waited = time.monotonic() - asking
         self.streamed_s += waited
-        self.streamed_compute_s += min(getattr(event, "compute_s", 0.0), waited)
         if not isinstance(event, kind) or (event.config, getattr(event, field)) != (name, index):
             raise JudgeError(
                 f"{where} answered '{event.event}' for {what} {index} of config {name}"
             )
+        self.streamed_compute_s += min(event.compute_s, waited)
         return event, tensors
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
