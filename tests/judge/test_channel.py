@@ -653,3 +653,58 @@ def test_a_frame_whose_first_part_cannot_be_made_follows_inline(
     tensor = torch.arange(1 << 18, dtype=torch.float64)
     path, arrived, left = _write_and_read(tensor)
     assert path == "inline" and torch.equal(arrived, tensor) and left == 0
+
+
+def _send_on_device(write_fd: int, meta: dict[str, Any], said: int, memory: int | None) -> None:
+    """A frame of one tensor said to be in shared GPU memory, its descriptor after it."""
+    head = json.dumps({"tensors": [meta], "shared": False}).encode()
+    os.write(write_fd, len(head).to_bytes(8, "little") + head)
+    with socket.socket(fileno=os.dup(write_fd)) as sock:
+        socket.send_fds(sock, [said.to_bytes(8, "little")], [] if memory is None else [memory])
+
+
+ON_DEVICE = {"dtype": "float64", "shape": [1 << 20], "nbytes": 0, "device": True}
+
+
+@pytest.mark.parametrize(
+    ("device", "meta", "said", "with_fd", "match"),
+    [
+        # A candidate's channel: GPU memory it names could be anyone's (the reference's).
+        (None, ON_DEVICE, 8 << 20, True, "may not share it"),
+        (0, {**ON_DEVICE, "nbytes": 16}, 8 << 20, True, "may not share it"),
+        (0, {**ON_DEVICE, "shape": [0]}, 0, True, "an empty tensor"),
+        (0, {**ON_DEVICE, "dtype": "complex64"}, 8 << 20, True, "bad tensor description"),
+        (0, ON_DEVICE, 4 << 20, True, "says 4194304 B, not 8388608"),
+        (0, ON_DEVICE, 8 << 20, False, "without its descriptor"),
+        # Not GPU memory at all (and no GPU here): refused, never read as one.
+        (0, ON_DEVICE, 8 << 20, True, "cannot be mapped"),
+    ],
+)
+def test_tensors_in_gpu_memory_come_only_whole_and_only_to_a_reader_that_maps_them(
+    device: int | None, meta: dict[str, Any], said: int, with_fd: bool, match: str
+) -> None:
+    read_fd, write_fd = _socket_pair()
+    memory = _sealed(PAGE)
+    _send_on_device(write_fd, meta, said, memory if with_fd else None)
+    reader = FrameReader(read_fd)
+    reader.device = device
+    with pytest.raises(ProtocolError, match=match):
+        reader.read(time.monotonic() + 5)
+    reader.close()
+    assert reader.passed == []
+    for fd in (memory, read_fd, write_fd):
+        os.close(fd)
+
+
+def test_a_writer_that_may_share_gpu_memory_sends_host_tensors_as_ever() -> None:
+    read_fd, write_fd = _socket_pair()
+    big = torch.randn(1 << 20, dtype=torch.float64)  # 8 MiB, on the host
+    reader = FrameReader(read_fd)
+    reader.device = 0
+    assert write_frame(write_fd, {"event": "x"}, [big], share_device=True) == "file"
+    header, tensors = reader.read(time.monotonic() + 5)
+    assert header == {"event": "x"}
+    assert tensors[0].device.type == "cpu" and torch.equal(tensors[0], big)
+    reader.close()
+    os.close(read_fd)
+    os.close(write_fd)

@@ -55,10 +55,11 @@ import select
 import socket
 import stat
 import struct
+import sys
 import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -81,6 +82,9 @@ SHARED_MIN_BYTES = 1 << 20
 PARALLEL_FILL_BYTES = 64 << 20
 #: Memory files filled at once at most, one thread each.
 FILL_THREADS = 8
+#: GPU tensors of at least this many bytes go as shared GPU memory (`cuda_share`) where the
+#: writer may share it: below, a host copy costs less than the driver's calls.
+DEVICE_SHARE_MIN_BYTES = 64 << 20
 #: Seals a shared frame must carry: no writes, no shrinking (a mapping of a file that shrinks
 #: faults when read), no growing, and no removing the seals.
 REQUIRED_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
@@ -208,6 +212,8 @@ def write_frame(
     header: dict[str, Any],
     tensors: Sequence[torch.Tensor | np.ndarray] | None = None,
     spent: dict[str, float] | None = None,
+    *,
+    share_device: bool = False,
 ) -> FramePath:
     """Write one frame: the header (with tensor descriptions added) and the tensors' bytes.
 
@@ -216,20 +222,99 @@ def write_frame(
     docstring); inline where not even the first part can be made. `spent`, where given, gets
     the seconds of a shared frame's steps added: `make` (the memory files made, filled and
     sealed) and `send` (their descriptors passed, waits for the reader included); and, for
-    any frame with a GPU tensor, `stage` (the tensors copied to the host).
+    any frame with a GPU tensor, `stage` (the tensors copied to the host, or to shared GPU
+    memory). `share_device` (a trusted writer's, whose reader maps GPU memory,
+    `FrameReader.device`): on a socket, GPU tensors of `DEVICE_SHARE_MIN_BYTES` or more stay
+    on the GPU, each in shared memory whose descriptor follows the frame's bytes with an
+    8-byte message of its size; where the driver cannot share, through the host as any other.
     """
     laps = spent if spent is not None else {}
     blobs: list[memoryview] = []
     metas: list[dict[str, Any]] = []
-    for tensor in tensors or []:
-        staging = time.perf_counter()
-        meta, data = encode_tensor(tensor)
-        if getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu":
-            _add(laps, "stage", staging)
-        metas.append(meta)
-        blobs.append(data)
+    on_device: list[tuple[int, int]] = []
+    """Shared GPU memory's descriptors, and their tensors' bytes, in the frame's order."""
+    socket_fd = _is_socket(fd)
+    try:
+        for tensor in tensors or []:
+            staging = time.perf_counter()
+            shared_gpu = (
+                _shared_gpu(cast("torch.Tensor", tensor))
+                if share_device and socket_fd and _is_gpu(tensor)
+                else None
+            )
+            if shared_gpu is not None:
+                meta, memory = shared_gpu
+                on_device.append((memory, meta.pop("device_bytes")))
+                meta["device"] = True
+                data = memoryview(b"")
+            else:
+                meta, data = encode_tensor(tensor)
+            if _is_gpu(tensor):
+                _add(laps, "stage", staging)
+            metas.append(meta)
+            blobs.append(data)
+        path = _write_host_bytes(fd, header, metas, blobs, laps, socket_fd)
+        if on_device:
+            with socket.socket(fileno=os.dup(fd)) as sock:
+                started = time.perf_counter()
+                while on_device:
+                    memory, size = on_device.pop(0)
+                    _send_part(sock, fd, _LENGTH.pack(size), memory)
+                _add(laps, "send", started)
+        return path
+    finally:
+        for memory, _ in on_device:
+            os.close(memory)
+
+
+def _is_gpu(tensor: object) -> bool:
+    return getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu"
+
+
+def _shared_gpu(tensor: torch.Tensor) -> tuple[dict[str, Any], int] | None:
+    """A GPU tensor's description and shared memory's descriptor (`cuda_share.export`).
+
+    None where it goes through the host instead: small, not CUDA, or the driver cannot share.
+    """
+    from gauntlet.judge import cuda_share
+
+    nbytes = tensor.numel() * tensor.element_size()
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    if tensor.device.type != "cuda" or nbytes < DEVICE_SHARE_MIN_BYTES or dtype not in DTYPES:
+        return None
+    try:
+        memory = cuda_share.export(tensor)
+    except cuda_share.Unavailable as err:
+        _warn_unshared(str(err))
+        return None
+    return {
+        "dtype": dtype,
+        "shape": list(tensor.shape),
+        "nbytes": 0,
+        "device_bytes": nbytes,
+    }, memory
+
+
+@functools.cache
+def _warn_unshared(reason: str) -> None:
+    """Say once per reason why GPU tensors go through the host (on the writer's stderr)."""
+    print(
+        f"gauntlet: GPU memory cannot be shared here, so it goes through the host: {reason}",
+        file=sys.stderr,
+    )
+
+
+def _write_host_bytes(
+    fd: int,
+    header: dict[str, Any],
+    metas: list[dict[str, Any]],
+    blobs: list[memoryview],
+    laps: dict[str, float],
+    socket_fd: bool,
+) -> FramePath:
+    """The frame's header and host bytes: inline, in a memory file, or in parts."""
     total = sum(len(b) for b in blobs)
-    part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and _is_socket(fd) else None
+    part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and socket_fd else None
     parts = _Parts(blobs, total, part_bytes) if part_bytes is not None else None
     first = -1
     if parts is not None:
@@ -443,6 +528,11 @@ class FrameReader:
         """The largest frame's tensor bytes this reader takes: `MAX_FRAME_BYTES` wherever the
         writer may have run untrusted code; the judge sizes a trusted reference worker's from
         the host (`footprint.reference_budget_bytes`)."""
+        self.device: int | None = None
+        """The GPU (`cuda:device`) on which this reader maps shared GPU memory
+        (`write_frame`'s `share_device`); None: a frame with any is refused. Only the judge's
+        reader of its trusted reference worker has one: a descriptor of GPU memory from a
+        process that ran untrusted code could name memory it should never see."""
         self.sock = socket.socket(fileno=os.dup(fd)) if _is_socket(fd) else None
         self.passed: list[int] = []
         """Descriptors received with the bytes read so far, oldest first."""
@@ -480,16 +570,24 @@ class FrameReader:
         shared = header.pop("shared", False) is True
         part_bytes = header.pop("part_bytes", None)
         sizes = []
+        on_device = 0
         for meta in metas:
             if not isinstance(meta, dict) or not isinstance(meta.get("nbytes"), int):
                 raise ProtocolError(f"bad tensor description {meta!r}")
             if meta["nbytes"] < 0:
                 raise ProtocolError(f"bad tensor size {meta['nbytes']!r}")
+            if meta.get("device") is True:
+                if self.device is None or meta["nbytes"]:
+                    raise ProtocolError(
+                        "a tensor in GPU memory from a writer that may not share it"
+                    )
+                on_device += _device_bytes(meta)
             sizes.append(meta["nbytes"])
         total = sum(sizes)
-        if total > self.limit_bytes:
+        if total + on_device > self.limit_bytes:
             raise ProtocolError(
-                f"frame of {total} bytes is over this reader's limit of {self.limit_bytes}"
+                f"frame of {total + on_device} bytes is over this reader's limit of "
+                f"{self.limit_bytes}"
             )
         buffers: list[bytearray | memoryview]
         if shared:
@@ -500,7 +598,35 @@ class FrameReader:
             buffers = [view[offsets[i] : offsets[i + 1]] for i in range(len(sizes))]
         else:
             buffers = [self._read_exact(size, deadline) for size in sizes]
-        return header, [decode_tensor(m, b) for m, b in zip(metas, buffers, strict=True)]
+        return header, [
+            self._on_device(m, deadline) if m.get("device") is True else decode_tensor(m, b)
+            for m, b in zip(metas, buffers, strict=True)
+        ]
+
+    def _on_device(self, meta: dict[str, Any], deadline: float | None) -> torch.Tensor:
+        """A tensor in shared GPU memory, mapped on this reader's GPU (`cuda_share`).
+
+        Its descriptor comes after the frame's host bytes, with an 8-byte message of its size.
+        """
+        from gauntlet.judge import cuda_share
+
+        assert self.device is not None, "checked with the header"
+        nbytes = _device_bytes(meta)
+        (said,) = _LENGTH.unpack(self._read_exact(_LENGTH.size, deadline))
+        if said != nbytes:
+            raise ProtocolError(f"a tensor in GPU memory says {said} B, not {nbytes}")
+        if not self.passed:
+            raise ProtocolError("a tensor in GPU memory came without its descriptor")
+        memory = self.passed.pop(0)
+        try:
+            import torch
+
+            dtype = getattr(torch, meta["dtype"])
+            return cuda_share.open_tensor(memory, dtype, meta["shape"], self.device)
+        except cuda_share.Unavailable as err:
+            raise ProtocolError(f"a tensor in GPU memory cannot be mapped: {err}") from err
+        finally:
+            os.close(memory)
 
     def _parts(self, total: int, part_bytes: object, deadline: float | None) -> memoryview:
         """The frame's bytes from its memory files, read as they come, mapped back to back.
@@ -608,6 +734,23 @@ class FrameReader:
 
 #: Memory files a reader holds at most before their frames are read (one per frame).
 _MAX_FDS = 16
+
+
+def _device_bytes(meta: dict[str, Any]) -> int:
+    """The bytes of a tensor in shared GPU memory, from its checked dtype and shape."""
+    import torch
+
+    dtype, shape = meta.get("dtype"), meta.get("shape")
+    if dtype not in DTYPES or not isinstance(shape, list):
+        raise ProtocolError(f"bad tensor description {meta!r}")
+    count = 1
+    for dim in shape:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+            raise ProtocolError(f"bad tensor shape {shape!r}")
+        count *= dim
+    if count == 0:
+        raise ProtocolError("an empty tensor in GPU memory")
+    return int(count * getattr(torch, dtype).itemsize)
 
 
 def _map(address: int | None, size: int, protection: int, flags: int, fd: int) -> int:

@@ -154,6 +154,10 @@ class WorkerRequest(_Frame):
     bound). A config whose references would pass it, with those sent before, is streamed
     (`ReferenceStreamed`): each of its results is computed when the judge asks
     (`ReferenceOrder`)."""
+    share_device: bool = False
+    """For the reference worker on a GPU: a streamed config's results stay on the GPU, in
+    memory shared with the judge (`channel.write_frame`'s `share_device`, `cuda_share`),
+    instead of crossing the host twice."""
     configs: list[ConfigSpec]
     timing: dict[str, TimingSpec]
 

@@ -427,6 +427,9 @@ class _Evaluation:
         """Seconds spent waiting for streamed references (`reference_trial`, `reference_sample`)."""
         self.streamed_compute_s = 0.0
         """Of them, the worker's word for its computing (the rest: sending them, and reading)."""
+        self.streamed_results = 0
+        self.streamed_on_gpu = 0
+        """Of the streamed results, those that came in GPU memory (`cuda_share`)."""
         self.feed: _ReferenceFeed | None = None
         """The reference worker's first results, where it computes any (`_open_feed`)."""
         self.keys: dict[str, str] = {}
@@ -611,6 +614,7 @@ class _Evaluation:
             reference_budget_bytes=(
                 footprint.reference_budget_bytes() if role == "reference" else 0
             ),
+            share_device=role == "reference" and self.request.device.startswith("cuda"),
             allowed_ops=spec.allowed_calls,
             watch_dispatch=not self.request.is_baseline,
             # torch.compile of the reference is a record-only figure; compiling costs seconds a
@@ -770,6 +774,10 @@ class _Evaluation:
                 # by the fixed cap on what an untrusted writer makes it map: one frame is one
                 # trial's references, 12.9 GB in float64 for KernelBench's softmax at its size.
                 reference.handle.reader.limit_bytes = footprint.reference_budget_bytes()
+                if self.request.device.startswith("cuda"):
+                    # Its streamed results may come in GPU memory (`cuda_share`), mapped where
+                    # they are compared: never a candidate's reader.
+                    reference.handle.reader.device = _ordinal(self.request.device)
             candidate = self._worker("candidate", self._request("candidate", self.states))
         except OSError as err:
             if reference is not None:
@@ -826,6 +834,9 @@ class _Evaluation:
                     evaluation.environment["references_streamed"] = ",".join(streamed)
                     evaluation.phases_s["reference.streamed"] = self.streamed_s
                     evaluation.phases_s["reference.streamed.compute"] = self.streamed_compute_s
+                    evaluation.environment["references_streamed_on_gpu"] = (
+                        f"{self.streamed_on_gpu} of {self.streamed_results}"
+                    )
                 if self.serving is not None:
                     self._let_go(self.serving)
                     self.serving = None
@@ -1101,6 +1112,8 @@ class _Evaluation:
                 f"{where} answered '{event.event}' for {what} {index} of config {name}"
             )
         self.streamed_compute_s += min(event.compute_s, waited)
+        self.streamed_results += 1
+        self.streamed_on_gpu += any(t.device.type == "cuda" for t in tensors)
         return event, tensors
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
@@ -1742,12 +1755,16 @@ def _compare_device(device: str) -> str:
     return device if device.startswith("cuda") else "cpu"
 
 
+def _ordinal(device: str) -> int:
+    """The index of a GPU device's name (`cuda:1` is 1, `cuda` 0)."""
+    return int(device.split(":")[1]) if ":" in device else 0
+
+
 def _device_bytes(device: str) -> int:
     """The GPU's total memory (the orchestrator compares outputs on it, so CUDA is up anyway)."""
     import torch
 
-    index = int(device.split(":")[1]) if ":" in device else 0
-    return int(torch.cuda.get_device_properties(index).total_memory)
+    return int(torch.cuda.get_device_properties(_ordinal(device)).total_memory)
 
 
 def _sol_us(task: Task, config: Config, device: str) -> float | None:

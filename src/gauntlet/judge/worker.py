@@ -78,8 +78,10 @@ def _send(
     event: BaseModel,
     tensors: list[torch.Tensor] | None = None,
     spent: dict[str, float] | None = None,
+    *,
+    share_device: bool = False,
 ) -> FramePath:
-    return write_frame(fd, event.model_dump(), tensors, spent)
+    return write_frame(fd, event.model_dump(), tensors, spent, share_device=share_device)
 
 
 def _load_module(path: Path, name: str) -> ModuleType:
@@ -767,10 +769,13 @@ def _serve_orders(
         if isinstance(order, protocol.ReferenceOrder):
             if order.config not in streamed:
                 raise ValueError(f"asked for a reference of config {order.config}, not streamed")
+            # Held by the judge one at a time and never kept past the judgment (unlike the
+            # results sent whole, which it caches): they may stay on the GPU.
+            share = request.share_device
             if order.trial is not None:
-                _send(fd, *run.trial(config, order.trial))
+                _send(fd, *run.trial(config, order.trial), share_device=share)
             elif order.position is not None:
-                _send(fd, *run.sample(config, order.position))
+                _send(fd, *run.sample(config, order.position), share_device=share)
             else:
                 raise ValueError(f"asked for a reference of config {order.config}, but which?")
             run.release()
