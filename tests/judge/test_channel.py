@@ -708,3 +708,44 @@ def test_a_writer_that_may_share_gpu_memory_sends_host_tensors_as_ever() -> None
     reader.close()
     os.close(read_fd)
     os.close(write_fd)
+
+
+def test_a_gpu_tensors_bytes_fill_the_memory_files_a_chunk_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A GPU tensor is not staged whole: each thread filling a part copies its range through a
+    # chunk of its own. Played here with a host tensor taken for a GPU one (no GPU: the
+    # chunk is not pinned, the stream a no-op), with chunks and parts that never line up.
+    from contextlib import nullcontext
+
+    monkeypatch.setattr(
+        channel, "_is_gpu", lambda t: isinstance(t, torch.Tensor) and t.numel() > 99
+    )
+    monkeypatch.setattr(channel, "STAGED_CHUNK_BYTES", 3 * PAGE + 5)
+    monkeypatch.setattr(channel, "PARALLEL_FILL_BYTES", 1 << 20)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: nullcontext())
+    staged: list[torch.Tensor] = []
+
+    def to_host(tensor: torch.Tensor) -> torch.Tensor:
+        staged.append(tensor)
+        return tensor
+
+    monkeypatch.setattr(channel, "to_host", to_host)
+    head = torch.arange(7, dtype=torch.int32)  # small: through the host as ever
+    gpu = torch.randn(3 << 17, dtype=torch.float64)[::2]  # 1.5 MiB, not contiguous
+    tail = torch.randn(1 << 17, dtype=torch.float32)[1:]
+    read_fd, write_fd = _socket_pair()
+    reader = FrameReader(read_fd)
+    spent: dict[str, float] = {}
+    assert write_frame(write_fd, {"event": "x"}, [head, gpu, tail], spent) == "parts"
+    _, tensors = reader.read(time.monotonic() + 5)
+    assert [torch.equal(a, b) for a, b in zip(tensors, [head, gpu, tail], strict=True)] == [
+        True
+    ] * 3
+    assert staged == [head], "the large tensors were never staged whole"
+    assert "make" in spent
+    reader.close()
+    os.close(read_fd)
+    os.close(write_fd)

@@ -82,6 +82,9 @@ SHARED_MIN_BYTES = 1 << 20
 PARALLEL_FILL_BYTES = 64 << 20
 #: Memory files filled at once at most, one thread each.
 FILL_THREADS = 8
+#: GPU tensors of at least this many bytes in a frame that goes in memory files are copied into
+#: them a chunk of this size at a time (`_GpuBytes`), not staged whole first.
+STAGED_CHUNK_BYTES = 32 << 20
 #: GPU tensors of at least this many bytes go as shared GPU memory (`cuda_share`) where the
 #: writer may share it: below, a host copy costs less than the driver's calls.
 DEVICE_SHARE_MIN_BYTES = 64 << 20
@@ -229,7 +232,7 @@ def write_frame(
     8-byte message of its size; where the driver cannot share, through the host as any other.
     """
     laps = spent if spent is not None else {}
-    blobs: list[memoryview] = []
+    blobs: list[memoryview | _GpuBytes] = []
     metas: list[dict[str, Any]] = []
     on_device: list[tuple[int, int]] = []
     """Shared GPU memory's descriptors, and their tensors' bytes, in the frame's order."""
@@ -242,11 +245,15 @@ def write_frame(
                 if share_device and socket_fd and _is_gpu(tensor)
                 else None
             )
+            data: memoryview | _GpuBytes
             if shared_gpu is not None:
                 meta, memory = shared_gpu
                 on_device.append((memory, meta.pop("device_bytes")))
                 meta["device"] = True
                 data = memoryview(b"")
+            elif socket_fd and _is_gpu(tensor) and _nbytes(tensor) >= STAGED_CHUNK_BYTES:
+                gpu = _GpuBytes(cast("torch.Tensor", tensor))
+                meta, data = gpu.meta, gpu
             else:
                 meta, data = encode_tensor(tensor)
             if _is_gpu(tensor):
@@ -269,6 +276,65 @@ def write_frame(
 
 def _is_gpu(tensor: object) -> bool:
     return getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu"
+
+
+def _nbytes(tensor: torch.Tensor | np.ndarray) -> int:
+    return int(tensor.nbytes)
+
+
+class _GpuBytes:
+    """A GPU tensor's bytes, copied to the host a chunk at a time as its memory files are filled.
+
+    Staged whole first (`to_host`), a 12.9 GB float64 reference waited for a pinned buffer of
+    its size (7 s of the 12 s a warm KernelBench softmax judgment's reference worker spent
+    sending 32 GB on an H200, 2026-11-28), which PyTorch's host allocator then kept (16 GB
+    held by a reference worker after one judgment). Here each thread that fills a memory file
+    (`_Parts`) copies its range through a pinned chunk of its own on a stream of its own, so
+    the copies from the GPU and the writes into the files overlap, and the host holds a chunk
+    a thread.
+    """
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        import torch
+
+        flat = tensor.detach().contiguous().reshape(-1)
+        dtype = str(flat.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise ProtocolError(f"dtype {dtype} cannot be sent")
+        self.meta = {"dtype": dtype, "shape": list(tensor.shape), "nbytes": tensor.nbytes}
+        self.tensor = tensor
+        self.bytes = flat.view(torch.uint8)
+        # The copies run on other streams: whatever made the tensor, on any stream, comes first.
+        torch.cuda.synchronize(flat.device)
+
+    def __len__(self) -> int:
+        return int(self.bytes.numel())
+
+    def host(self) -> memoryview:
+        """All of the bytes on the host (a frame that goes inline after all)."""
+        return encode_tensor(self.tensor)[1]
+
+    def write(self, memory: int, position: int, low: int, high: int) -> None:
+        """Bytes `low` to `high` into the file `memory` from `position`."""
+        import torch
+
+        size = min(STAGED_CHUNK_BYTES, high - low)
+        try:
+            chunk = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        except RuntimeError:
+            chunk = torch.empty(size, dtype=torch.uint8)  # no pinned memory left: slower
+        stream = torch.cuda.Stream(self.bytes.device)  # type: ignore[no-untyped-call]
+        with torch.cuda.stream(stream):
+            for start in range(low, high, STAGED_CHUNK_BYTES):
+                end = min(high, start + STAGED_CHUNK_BYTES)
+                piece = chunk[: end - start]
+                piece.copy_(self.bytes[start:end])  # waits for the copy: the chunk is reused
+                view = piece.numpy().data
+                at = position + start - low
+                while view:
+                    written = os.pwrite(memory, view, at)
+                    view = view[written:]
+                    at += written
 
 
 def _shared_gpu(tensor: torch.Tensor) -> tuple[dict[str, Any], int] | None:
@@ -308,11 +374,15 @@ def _write_host_bytes(
     fd: int,
     header: dict[str, Any],
     metas: list[dict[str, Any]],
-    blobs: list[memoryview],
+    blobs: list[memoryview | _GpuBytes],
     laps: dict[str, float],
     socket_fd: bool,
 ) -> FramePath:
-    """The frame's header and host bytes: inline, in a memory file, or in parts."""
+    """The frame's header and host bytes: inline, in a memory file, or in parts.
+
+    A GPU tensor's bytes (`_GpuBytes`) are copied as its memory files are filled, the `make`
+    step; inline, staged whole first (`stage`).
+    """
     total = sum(len(b) for b in blobs)
     part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and socket_fd else None
     parts = _Parts(blobs, total, part_bytes) if part_bytes is not None else None
@@ -337,8 +407,12 @@ def _write_host_bytes(
     if not shared:
         if parts is not None:
             parts.close()
+        staging = time.perf_counter()
+        inline = [b.host() if isinstance(b, _GpuBytes) else b for b in blobs]
+        if len(inline) != sum(isinstance(b, memoryview) for b in blobs):
+            _add(laps, "stage", staging)
         _write_all(fd, message)
-        for blob in blobs:
+        for blob in inline:
             _write_all(fd, blob)
         return "inline"
     assert parts is not None and part_bytes is not None
@@ -421,7 +495,7 @@ class _Parts:
     before the first that failed are kept and the rest are made one at a time.
     """
 
-    def __init__(self, blobs: list[memoryview], total: int, part_bytes: int) -> None:
+    def __init__(self, blobs: list[memoryview | _GpuBytes], total: int, part_bytes: int) -> None:
         self.blobs = blobs
         self.total = total
         self.part_bytes = part_bytes
@@ -481,7 +555,7 @@ class _Parts:
         return made
 
 
-def _sealed_file(blobs: list[memoryview], start: int, size: int) -> int:
+def _sealed_file(blobs: list[memoryview | _GpuBytes], start: int, size: int) -> int:
     """A memory file of the blobs' bytes `start` to `start + size` (back to back), sealed."""
     memory = os.memfd_create("gauntlet-frame", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
@@ -494,13 +568,17 @@ def _sealed_file(blobs: list[memoryview], start: int, size: int) -> int:
         offset = 0  # where the blob starts in the blobs' bytes
         for blob in blobs:
             low, high = max(start, offset), min(start + size, offset + len(blob))
-            view = memoryview(blob)[low - offset : max(low, high) - offset]
             position = low - start
+            if isinstance(blob, _GpuBytes):
+                if high > low:
+                    blob.write(memory, position, low - offset, high - offset)
+            else:
+                view = blob[low - offset : max(low, high) - offset]
+                while view:
+                    written = os.pwrite(memory, view, position)
+                    view = view[written:]
+                    position += written
             offset += len(blob)
-            while view:
-                written = os.pwrite(memory, view, position)
-                view = view[written:]
-                position += written
         fcntl.fcntl(memory, fcntl.F_ADD_SEALS, REQUIRED_SEALS)
     except BaseException:
         os.close(memory)
@@ -540,6 +618,10 @@ class FrameReader:
         # which a judge that runs many judgments in threads of one process reaches.
         self._waiting = select.poll()
         self._waiting.register(fd, select.POLLIN)
+
+    def ready(self) -> bool:
+        """Whether a frame has begun to arrive (its first bytes can be read without waiting)."""
+        return bool(self._waiting.poll(0))
 
     def close(self) -> None:
         """Close the descriptors received and not used, and the reader's socket."""
