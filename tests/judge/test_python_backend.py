@@ -200,6 +200,34 @@ def test_configs_past_the_hosts_budget_are_judged_with_streamed_references(
     assert _REFERENCES.get(key(evaluation.task, big, "cpu")) is None, "nor kept"
 
 
+def test_a_streamed_config_before_the_kept_ones_is_asked_for_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The streamed config comes first: its results are asked for while the worker still sends
+    # the kept config's, which reach the judge before, between or after the answers and are
+    # kept all the same.
+    from gauntlet.judge.python_backend import _REFERENCES
+
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    stored: list[str] = []
+    store = _Evaluation._store
+
+    def seen(self: _Evaluation, feed: Any, event: protocol.Event, tensors: Any) -> None:
+        stored.append(event.event)
+        store(self, feed, event, tensors)
+
+    monkeypatch.setattr(_Evaluation, "_store", seen)
+    evaluation = _Evaluation(_sized_request(tmp_path, {"big": 4096, "small": 1024}, seed=49))
+    result = evaluation.run()
+    assert [c.correct for c in result.results] == [True, True], result.reason or result.results
+    assert result.environment["references_streamed"] == "big"
+    assert stored[0] == "reference_streamed" and stored[-1] == "done"
+    assert stored.count("reference_trial") == 2, "the kept config's two trials, stored once"
+    big, small = evaluation.states
+    assert big.reference == [] and len(small.reference) == 2
+    assert _REFERENCES.get(_REFERENCES.key(evaluation.task, small, "cpu")) is not None
+
+
 @pytest.mark.slow  # a whole judgment, ~20 s here; the one above passes with streamed references
 def test_a_wrong_output_is_found_against_streamed_references(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -233,10 +261,11 @@ def test_a_streamed_reference_for_another_trial_than_asked_is_a_judge_error(
         tensors: list[torch.Tensor],
         where: str,
         limit_s: float,
+        answer_to: str | None = None,
     ) -> tuple[protocol.Event, list[torch.Tensor]]:
         if isinstance(order, protocol.ReferenceOrder) and order.trial is not None:
             order = order.model_copy(update={"trial": order.trial + 1})
-        return ask(self, order, tensors, where, limit_s)
+        return ask(self, order, tensors, where, limit_s, answer_to)
 
     monkeypatch.setattr(_Evaluation, "_ask", miscounted)
     with pytest.raises(JudgeError) as raised:

@@ -979,7 +979,7 @@ class _Evaluation:
 
     def _take_reference(self, feed: _ReferenceFeed) -> None:
         """Read and store one of the reference worker's frames."""
-        worker, wanted = feed.worker, feed.wanted
+        worker = feed.worker
         try:
             event, tensors = worker.read_event(feed.deadline)
         except ChannelClosed as err:
@@ -987,6 +987,13 @@ class _Evaluation:
         except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
             where = f"the reference worker of task '{self.task.task_id}'"
             raise _failed(worker, where, err) from err
+        self._store(feed, event, tensors)
+
+    def _store(
+        self, feed: _ReferenceFeed, event: protocol.Event, tensors: list[torch.Tensor]
+    ) -> None:
+        """Store one of the reference worker's first results (or its `Done`)."""
+        wanted = feed.wanted
         _trace(self.task, "reference", event, tensors)
         if isinstance(event, protocol.Done):
             if wanted:
@@ -1103,8 +1110,10 @@ class _Evaluation:
         asking = time.monotonic()
         where = f"the reference worker of task '{self.task.task_id}'"
         # As long as the candidate's worker may take for a trial, and the start-up's again
-        # for a slow float64 one on the host.
-        event, tensors = self._ask(order, [], where, STARTUP_S + self.task.spec.timeout_s)
+        # for a slow float64 one on the host. Asked at once: the worker answers between the
+        # results it sends whole, which are stored as they come meanwhile.
+        limit_s = STARTUP_S + self.task.spec.timeout_s
+        event, tensors = self._ask(order, [], where, limit_s, answer_to=name)
         waited = time.monotonic() - asking
         self.streamed_s += waited
         if not isinstance(event, kind) or (event.config, getattr(event, field)) != (name, index):
@@ -1145,14 +1154,36 @@ class _Evaluation:
         tensors: list[torch.Tensor],
         where: str,
         limit_s: float,
+        answer_to: str | None = None,
     ) -> tuple[protocol.Event, list[torch.Tensor]]:
-        """One order to the serving reference worker, and its answer (a judge error if it fails)."""
-        self._drain()  # its answer comes after the results it sends first
+        """One order to the serving reference worker, and its answer (a judge error if it fails).
+
+        `answer_to`: a streamed config's, whose result the worker sends between those it
+        sends whole (`worker._serve_waiting`): the frames before the answer are stored as
+        results (`_store`). Any other order waits for all of those first.
+        """
+        if answer_to is None:
+            self._drain()  # its answer comes after the results it sends first
         worker = self.serving
         assert worker is not None, "orders go to the reference worker kept to serve them"
+        feed = self.feed
         try:
             write_frame(worker.handle.command_fd, protocol.frame(order), tensors)
-            event, answer = worker.read_event(time.monotonic() + limit_s)
+            deadline = time.monotonic() + limit_s
+            event, answer = worker.read_event(deadline)
+            while (
+                answer_to is not None
+                and feed is not None
+                and feed.steps is None
+                and not (
+                    isinstance(event, protocol.ReferenceTrial | protocol.ReferenceSample)
+                    and event.config == answer_to
+                )
+            ):
+                self._store(feed, event, answer)
+                if feed.steps is not None:
+                    self._fed()
+                event, answer = worker.read_event(deadline)
         except (ChannelClosed, BrokenPipeError, ConnectionResetError) as err:
             # Died (the pipe closed on the frame, or the channel after it): a lost worker.
             raise _lost(worker, "reference", err) from err

@@ -686,7 +686,14 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
     spent: dict[str, float] = {}
     held_bytes = 0
     streamed: set[str] = set()
+
+    def waiting() -> None:
+        if streamed:
+            _serve_waiting(request, fd, commands, run, streamed)
+            laps.lap("answered")  # streamed results asked for meanwhile
+
     for config in request.configs:
+        waiting()
         first = run.trial(config, 0)
         trial_bytes = _nbytes(first[1])
         outputs = first[1][: len(first[0].baseline_rel_l2)]
@@ -720,9 +727,11 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
         laps.lap("send")
         del first
         for index in range(1, len(config.trials)):
+            waiting()
             _send(fd, *run.trial(config, index), spent)
             laps.lap("send")
         for sample in config.samples:
+            waiting()
             _send(fd, *run.sample(config, sample.position), spent)
             laps.lap("send")
     # The cached GPU memory goes back to the device before the judge reads on: the candidate
@@ -732,6 +741,51 @@ def run_reference(request: protocol.WorkerRequest, fd: int, commands: FrameReade
         laps.add(f"send.{step}", seconds)
     _send(fd, protocol.Done(event="done", phases=laps.totals))
     return _serve_orders(request, fd, commands, run, streamed)
+
+
+def _serve_streamed(
+    request: protocol.WorkerRequest,
+    fd: int,
+    run: _ReferenceRun,
+    streamed: set[str],
+    order: protocol.ReferenceOrder,
+) -> None:
+    """Compute and send one result of a streamed config, then let go of it."""
+    if order.config not in streamed:
+        raise ValueError(f"asked for a reference of config {order.config}, not streamed")
+    config = run.configs[order.config]
+    # Held by the judge one at a time and never kept past the judgment (unlike the results
+    # sent whole, which it caches): they may stay on the GPU.
+    share = request.share_device
+    if order.trial is not None:
+        _send(fd, *run.trial(config, order.trial), share_device=share)
+    elif order.position is not None:
+        _send(fd, *run.sample(config, order.position), share_device=share)
+    else:
+        raise ValueError(f"asked for a reference of config {order.config}, but which?")
+    run.release()
+
+
+def _serve_waiting(
+    request: protocol.WorkerRequest,
+    fd: int,
+    commands: FrameReader,
+    run: _ReferenceRun,
+    streamed: set[str],
+) -> None:
+    """Between the results sent whole, the streamed ones the judge already waits for.
+
+    A candidate's first trials are compared as they come, a streamed config's against results
+    computed on demand: made to wait for every other config's results first, the judge sat
+    idle for seconds (6.4 s of a warm KernelBench softmax judgment on an H200). Only such
+    orders may come before `Done` (the judge sends any other once it has every result).
+    """
+    while commands.ready():
+        header, _ = commands.read(None)
+        order = protocol.parse_order(header)
+        if not isinstance(order, protocol.ReferenceOrder):
+            raise ValueError(f"a reference worker was sent '{header}' before its results")
+        _serve_streamed(request, fd, run, streamed, order)
 
 
 def _serve_orders(
@@ -767,18 +821,7 @@ def _serve_orders(
             return True
         config = run.configs[order.config]
         if isinstance(order, protocol.ReferenceOrder):
-            if order.config not in streamed:
-                raise ValueError(f"asked for a reference of config {order.config}, not streamed")
-            # Held by the judge one at a time and never kept past the judgment (unlike the
-            # results sent whole, which it caches): they may stay on the GPU.
-            share = request.share_device
-            if order.trial is not None:
-                _send(fd, *run.trial(config, order.trial), share_device=share)
-            elif order.position is not None:
-                _send(fd, *run.sample(config, order.position), share_device=share)
-            else:
-                raise ValueError(f"asked for a reference of config {order.config}, but which?")
-            run.release()
+            _serve_streamed(request, fd, run, streamed, order)
             continue
         if check is None:
             raise ValueError(f"an output to check, and '{request.task_root}' has no checker")
