@@ -78,6 +78,7 @@ PARTS = (
     "compare.moved",
     "reference.streamed",
     "reference.streamed.compute",
+    "reference.streamed.queue",
     "reference.send",
     "reference.send.stage",
     "reference.send.make",

@@ -191,6 +191,9 @@ def test_configs_past_the_hosts_budget_are_judged_with_streamed_references(
     # Of the wait, the worker's computing (the rest is sending and reading the results).
     waited = result.phases_s["reference.streamed"]
     assert 0.0 < result.phases_s["reference.streamed.compute"] <= waited
+    # And the wait for the worker to take the orders up (it had sent everything: short).
+    queued = result.phases_s["reference.streamed.queue"]
+    assert 0.0 <= queued and queued + result.phases_s["reference.streamed.compute"] <= waited
     small, big = evaluation.states
     assert small.streamed is None and len(small.reference) == 2
     assert big.streamed is not None and big.streamed.trial_bytes == 32 << 10
@@ -226,6 +229,44 @@ def test_a_streamed_config_before_the_kept_ones_is_asked_for_at_once(
     big, small = evaluation.states
     assert big.reference == [] and len(small.reference) == 2
     assert _REFERENCES.get(_REFERENCES.key(evaluation.task, small, "cpu")) is not None
+
+
+def test_gpu_memory_the_judge_cannot_map_is_judged_again_through_the_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A driver that exports GPU memory and cannot map it back: the streamed result exists
+    # nowhere else, so the judgment goes again with new workers, and from then on no reference
+    # worker is asked to share GPU memory. Played on the CPU: the first streamed answer's read
+    # fails as a mapping would.
+    from gauntlet.judge.channel import UnmappedGpuMemory
+
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    monkeypatch.setattr(python_backend.GPU_SHARING, "failed", None)
+    request = _sized_request(tmp_path, {"big": 4096}, seed=50)
+    gpu = dataclasses.replace(request, device="cuda:0")
+    states = _Evaluation(gpu).states
+    assert _Evaluation(gpu)._request("reference", states).share_device
+    write, read = python_backend.write_frame, _Worker.read_event
+    ordered: list[str] = []
+
+    def written(fd: int, header: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if header.get("command") == "reference":
+            ordered.append(header["config"])
+        return write(fd, header, *args, **kwargs)
+
+    def unmapped(self: _Worker, deadline: float | None) -> Any:
+        if len(ordered) == 1:
+            ordered.append("failed")
+            raise UnmappedGpuMemory("a tensor in GPU memory cannot be mapped: no driver here")
+        return read(self, deadline)
+
+    monkeypatch.setattr(python_backend, "write_frame", written)
+    monkeypatch.setattr(_Worker, "read_event", unmapped)
+    result = python_backend.PythonBackend().evaluate(request)
+    assert [c.correct for c in result.results] == [True], result.reason or result.results
+    assert "cannot map" in result.environment["rejudged"]
+    assert python_backend.GPU_SHARING.failed is not None
+    assert not _Evaluation(gpu)._request("reference", states).share_device
 
 
 @pytest.mark.slow  # a whole judgment, ~20 s here; the one above passes with streamed references

@@ -131,6 +131,10 @@ class ProtocolError(Exception):
     """A frame that breaks the format (too large, bad header, unknown dtype)."""
 
 
+class UnmappedGpuMemory(ProtocolError):
+    """Shared GPU memory, well described, that this process cannot map (`cuda_share`)."""
+
+
 def encode_tensor(tensor: torch.Tensor | np.ndarray) -> tuple[dict[str, Any], memoryview]:
     """Describe a tensor and return a view of its raw bytes (copied to the CPU, contiguous).
 
@@ -706,7 +710,7 @@ class FrameReader:
             dtype = getattr(torch, meta["dtype"])
             return cuda_share.open_tensor(memory, dtype, meta["shape"], self.device)
         except cuda_share.Unavailable as err:
-            raise ProtocolError(f"a tensor in GPU memory cannot be mapped: {err}") from err
+            raise UnmappedGpuMemory(f"a tensor in GPU memory cannot be mapped: {err}") from err
         finally:
             os.close(memory)
 

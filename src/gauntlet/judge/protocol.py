@@ -466,6 +466,10 @@ class ReferenceSample(_Frame):
     """The reference outputs' shapes (the tensors may be their gathered elements)."""
     compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
     """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
+    began_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    """For a streamed result: when the worker took up the judge's order (`time.monotonic`,
+    one clock for every process of the host), so the judge tells its wait for a busy worker
+    (`reference.streamed.queue`) from the computing and the sending."""
 
 
 class ReferenceTrial(_Frame):
@@ -481,6 +485,10 @@ class ReferenceTrial(_Frame):
     baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
     compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
     """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
+    began_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    """For a streamed result: when the worker took up the judge's order (`time.monotonic`,
+    one clock for every process of the host), so the judge tells its wait for a busy worker
+    (`reference.streamed.queue`) from the computing and the sending."""
 
 
 class ReferenceStreamed(_Frame):

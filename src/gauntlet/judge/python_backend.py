@@ -49,6 +49,7 @@ from gauntlet.judge.channel import (
     ChannelClosed,
     ChannelTimeout,
     ProtocolError,
+    UnmappedGpuMemory,
     write_frame,
 )
 from gauntlet.judge.seeds import derive_seed
@@ -379,6 +380,17 @@ def _candidate_task_files(task: Task) -> list[str]:
     return files
 
 
+@dataclass
+class _GpuSharing:
+    """Whether this process still asks reference workers for results in GPU memory."""
+
+    failed: str | None = None
+    """Why not: the judge could not map one (`channel.UnmappedGpuMemory`)."""
+
+
+GPU_SHARING = _GpuSharing()
+
+
 # GPU-sized tasks have float64 references of gigabytes per config; a quarter of the host's
 # memory keeps a task's references across its attempts without crowding out the workers.
 _REFERENCES = _ReferenceCache(limit_bytes=footprint.reference_budget_bytes())
@@ -427,6 +439,8 @@ class _Evaluation:
         """Seconds spent waiting for streamed references (`reference_trial`, `reference_sample`)."""
         self.streamed_compute_s = 0.0
         """Of them, the worker's word for its computing (the rest: sending them, and reading)."""
+        self.streamed_queue_s = 0.0
+        """Of them, the wait for the worker to take the orders up (`ReferenceTrial.began_at`)."""
         self.streamed_results = 0
         self.streamed_on_gpu = 0
         """Of the streamed results, those that came in GPU memory (`cuda_share`)."""
@@ -614,7 +628,11 @@ class _Evaluation:
             reference_budget_bytes=(
                 footprint.reference_budget_bytes() if role == "reference" else 0
             ),
-            share_device=role == "reference" and self.request.device.startswith("cuda"),
+            share_device=(
+                role == "reference"
+                and self.request.device.startswith("cuda")
+                and GPU_SHARING.failed is None
+            ),
             allowed_ops=spec.allowed_calls,
             watch_dispatch=not self.request.is_baseline,
             # torch.compile of the reference is a record-only figure; compiling costs seconds a
@@ -834,6 +852,7 @@ class _Evaluation:
                     evaluation.environment["references_streamed"] = ",".join(streamed)
                     evaluation.phases_s["reference.streamed"] = self.streamed_s
                     evaluation.phases_s["reference.streamed.compute"] = self.streamed_compute_s
+                    evaluation.phases_s["reference.streamed.queue"] = self.streamed_queue_s
                     evaluation.environment["references_streamed_on_gpu"] = (
                         f"{self.streamed_on_gpu} of {self.streamed_results}"
                     )
@@ -1121,6 +1140,8 @@ class _Evaluation:
                 f"{where} answered '{event.event}' for {what} {index} of config {name}"
             )
         self.streamed_compute_s += min(event.compute_s, waited)
+        # Before the worker took the order up it was busy (a result it sends whole).
+        self.streamed_queue_s += min(max(0.0, event.began_at - asking), waited)
         self.streamed_results += 1
         self.streamed_on_gpu += any(t.device.type == "cuda" for t in tensors)
         return event, tensors
@@ -1187,6 +1208,14 @@ class _Evaluation:
         except (ChannelClosed, BrokenPipeError, ConnectionResetError) as err:
             # Died (the pipe closed on the frame, or the channel after it): a lost worker.
             raise _lost(worker, "reference", err) from err
+        except UnmappedGpuMemory as err:
+            # A driver (or container) that exports GPU memory and cannot map it: the result is
+            # nowhere else, so the judgment goes again, and every later one, through the host.
+            GPU_SHARING.failed = str(err)
+            raise WorkerLost(
+                f"{where} sent a result in GPU memory that this process cannot map ({err}); "
+                "from now on such results go through the host"
+            ) from err
         except (OSError, ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
             raise _failed(worker, where, err) from err
         if isinstance(event, protocol.WorkerFailed):

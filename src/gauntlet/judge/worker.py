@@ -751,18 +751,21 @@ def _serve_streamed(
     order: protocol.ReferenceOrder,
 ) -> None:
     """Compute and send one result of a streamed config, then let go of it."""
+    began = time.monotonic()
     if order.config not in streamed:
         raise ValueError(f"asked for a reference of config {order.config}, not streamed")
     config = run.configs[order.config]
-    # Held by the judge one at a time and never kept past the judgment (unlike the results
-    # sent whole, which it caches): they may stay on the GPU.
-    share = request.share_device
+    result: tuple[protocol.ReferenceTrial | protocol.ReferenceSample, list[torch.Tensor]]
     if order.trial is not None:
-        _send(fd, *run.trial(config, order.trial), share_device=share)
+        result = run.trial(config, order.trial)
     elif order.position is not None:
-        _send(fd, *run.sample(config, order.position), share_device=share)
+        result = run.sample(config, order.position)
     else:
         raise ValueError(f"asked for a reference of config {order.config}, but which?")
+    event = result[0].model_copy(update={"began_at": began})
+    # Held by the judge one at a time and never kept past the judgment (unlike the results
+    # sent whole, which it caches): they may stay on the GPU.
+    _send(fd, event, result[1], share_device=request.share_device)
     run.release()
 
 
