@@ -104,6 +104,8 @@ def test_streamed_references_are_compared_where_they_were_computed(
     assert result.environment["references_streamed"] == "big"
     trials = result.results[0].trials
     assert result.environment["references_streamed_on_gpu"] == f"{trials} of {trials}"
+    # Each trial after the first was ordered as the one before came in (the GPU has room).
+    assert result.environment["references_ordered_ahead"] == str(trials - 1)
 
     wrong = tmp_path / "wrong"
     wrong.mkdir()

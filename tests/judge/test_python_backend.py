@@ -231,6 +231,58 @@ def test_a_streamed_config_before_the_kept_ones_is_asked_for_at_once(
     assert _REFERENCES.get(_REFERENCES.key(evaluation.task, small, "cpu")) is not None
 
 
+@pytest.mark.parametrize("right", [True, False], ids=["right", "wrong"])
+def test_a_streamed_trial_is_ordered_ahead_and_one_never_needed_is_read_and_dropped(
+    right: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a GPU with room, the next streamed trial is ordered as soon as one comes in, to be
+    # computed while the judge compares. Played on the CPU (results through the host): trial
+    # 1 is ordered when trial 0 comes. A wrong trial 0 ends the config's checks: trial 1 is
+    # never asked for, and its answer is read and let go before the worker is let go.
+    monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
+    monkeypatch.setattr(_Evaluation, "_may_order_ahead", lambda self, size, held: True)
+    request = _sized_request(tmp_path / "judge", {"small": 1024, "big": 4096}, seed=52)
+    if not right:
+        wrong = tmp_path / "wrong"
+        wrong.mkdir()
+        text = (request.task.root / "expert" / "kernel.py").read_text()
+        (wrong / "kernel.py").write_text(text.replace("alpha * x + y", "alpha * x - y"))
+        request = dataclasses.replace(
+            request, build=dataclasses.replace(request.build, artifact=wrong)
+        )
+    dropped: list[str] = []
+    drop = _Evaluation._drop_ahead
+
+    def watched(self: _Evaluation, where: str) -> None:
+        if self.ahead is not None:
+            dropped.append(f"{self.ahead.order.config} {self.ahead.order.trial}")
+        drop(self, where)
+
+    monkeypatch.setattr(_Evaluation, "_drop_ahead", watched)
+    answered: list[str] = []
+    answer = _Evaluation._answer
+
+    def read(self: _Evaluation, answer_to: str | None, where: str, deadline: float) -> Any:
+        event, tensors = answer(self, answer_to, where, deadline)
+        answered.append(f"{event.event} {getattr(event, 'trial', '')}")
+        return event, tensors
+
+    monkeypatch.setattr(_Evaluation, "_answer", read)
+    evaluation = _Evaluation(request)
+    result = evaluation.run()
+    assert result.environment["references_streamed"] == "big"
+    assert result.environment["references_ordered_ahead"] == "1"
+    assert evaluation.ahead is None
+    # Both trials' answers read off the channel, the one ordered ahead whether used or not.
+    assert answered == ["reference_trial 0", "reference_trial 1"]
+    if right:
+        assert [c.correct for c in result.results] == [True, True], result.reason
+        assert dropped == []
+    else:
+        assert [c.correct for c in result.results] == [False, False]
+        assert dropped == ["big 1"]
+
+
 def test_gpu_memory_the_judge_cannot_map_is_judged_again_through_the_host(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -225,6 +225,15 @@ class _ReferenceFeed:
 
 
 @dataclass
+class _Ahead:
+    """A streamed result ordered before it was needed (`_Evaluation._order_ahead`)."""
+
+    order: protocol.ReferenceOrder
+    answer: tuple[protocol.Event, list[torch.Tensor]] | None = None
+    """Its answer, where it came while the judge read the results sent whole (`_store`)."""
+
+
+@dataclass
 class _ConfigState:
     config: Config
     trials: list[protocol.TrialSpec]
@@ -271,6 +280,11 @@ class _ConfigState:
 
 #: Timed calls whose outputs the judge checks, per config.
 SAMPLED_CALLS = 3
+#: A streamed config's next trial is ordered ahead only where the GPU's free memory is this
+#: many times a trial's references: the worker's computing held about three (KernelBench's
+#: softmax: the inputs as drawn and in float64, the reference, the native run, the baseline),
+#: and the new trial one more, beside the one the judge compares.
+AHEAD_ROOM = 4
 #: ATen operations one call of a submission may run (allocations, views and glue included).
 #: Kernels launched from Python loops over heads, experts or chunks stay far below; work done
 #: element by element through PyTorch's scalar reads and writes does not.
@@ -444,6 +458,9 @@ class _Evaluation:
         self.streamed_results = 0
         self.streamed_on_gpu = 0
         """Of the streamed results, those that came in GPU memory (`cuda_share`)."""
+        self.ahead: _Ahead | None = None
+        """A streamed result ordered before it was needed, its answer not yet used."""
+        self.ordered_ahead = 0
         self.feed: _ReferenceFeed | None = None
         """The reference worker's first results, where it computes any (`_open_feed`)."""
         self.keys: dict[str, str] = {}
@@ -856,7 +873,9 @@ class _Evaluation:
                     evaluation.environment["references_streamed_on_gpu"] = (
                         f"{self.streamed_on_gpu} of {self.streamed_results}"
                     )
+                    evaluation.environment["references_ordered_ahead"] = str(self.ordered_ahead)
                 if self.serving is not None:
+                    self._drop_ahead(f"the reference worker of task '{self.task.task_id}'")
                     self._let_go(self.serving)
                     self.serving = None
             evaluation.phases_s = {**phases, **evaluation.phases_s}
@@ -1030,6 +1049,15 @@ class _Evaluation:
         if isinstance(event, protocol.ReferenceStreamed):
             self._streamed(event, wanted, feed.limit_bytes, feed.held_bytes)
             return
+        ahead = self.ahead
+        if (
+            ahead is not None
+            and isinstance(event, protocol.ReferenceTrial)
+            and (event.config, event.trial) == (ahead.order.config, ahead.order.trial)
+            and ahead.answer is None
+        ):
+            ahead.answer = (event, tensors)  # ordered ahead, come among the results sent whole
+            return
         key: tuple[str, str, int] | None = None
         if isinstance(event, protocol.ReferenceSample):
             key = (event.config, "sample", event.position)
@@ -1132,7 +1160,11 @@ class _Evaluation:
         # for a slow float64 one on the host. Asked at once: the worker answers between the
         # results it sends whole, which are stored as they come meanwhile.
         limit_s = STARTUP_S + self.task.spec.timeout_s
-        event, tensors = self._ask(order, [], where, limit_s, answer_to=name)
+        if self.ahead is not None and self.ahead.order == order:
+            ahead, self.ahead = self.ahead, None
+            event, tensors = ahead.answer or self._answer(name, where, asking + limit_s)
+        else:
+            event, tensors = self._ask(order, [], where, limit_s, answer_to=name)
         waited = time.monotonic() - asking
         self.streamed_s += waited
         if not isinstance(event, kind) or (event.config, getattr(event, field)) != (name, index):
@@ -1144,7 +1176,42 @@ class _Evaluation:
         self.streamed_queue_s += min(max(0.0, event.began_at - asking), waited)
         self.streamed_results += 1
         self.streamed_on_gpu += any(t.device.type == "cuda" for t in tensors)
+        if kind is protocol.ReferenceTrial and index + 1 < len(state.trials):
+            self._order_ahead(state, index + 1, tensors, where)
         return event, tensors
+
+    def _order_ahead(
+        self, state: _ConfigState, trial: int, held: list[torch.Tensor], where: str
+    ) -> None:
+        """Order a streamed config's next trial now, to be computed while this one is compared.
+
+        Only where its results come in GPU memory and the GPU has room for the worker's
+        computing beside the trial the judge holds (`AHEAD_ROOM`): the host's budget is
+        sized for one streamed trial at a time.
+        """
+        assert state.streamed is not None, "only a streamed config's results are ordered"
+        if not self._may_order_ahead(state.streamed.trial_bytes, held):
+            return
+        order = protocol.ReferenceOrder(command="reference", config=state.config.name, trial=trial)
+        self._order(order, [], where)
+        self.ahead = _Ahead(order)
+        self.ordered_ahead += 1
+
+    def _may_order_ahead(self, trial_bytes: int, held: list[torch.Tensor]) -> bool:
+        """Whether the results come in GPU memory, and the GPU has room for one more trial's."""
+        import torch
+
+        if not held or not all(t.device.type == "cuda" for t in held):
+            return False
+        free, _ = torch.cuda.mem_get_info(torch.device(_compare_device(self.request.device)))
+        return free >= AHEAD_ROOM * trial_bytes
+
+    def _drop_ahead(self, where: str) -> None:
+        """Read and let go of a result ordered ahead and not needed after all."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None and ahead.answer is None:
+            limit_s = STARTUP_S + self.task.spec.timeout_s
+            self._answer(ahead.order.config, where, time.monotonic() + limit_s)
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
         session = _CandidateSession(self, worker)
@@ -1181,16 +1248,38 @@ class _Evaluation:
 
         `answer_to`: a streamed config's, whose result the worker sends between those it
         sends whole (`worker._serve_waiting`): the frames before the answer are stored as
-        results (`_store`). Any other order waits for all of those first.
+        results (`_store`). Any other order waits for all of those first. A result ordered
+        ahead and not needed after all is read first (the worker answers in order).
         """
         if answer_to is None:
             self._drain()  # its answer comes after the results it sends first
+        self._drop_ahead(where)
+        self._order(order, tensors, where)
+        return self._answer(answer_to, where, time.monotonic() + limit_s)
+
+    def _order(
+        self,
+        order: protocol.CheckOutput | protocol.ReferenceOrder,
+        tensors: list[torch.Tensor],
+        where: str,
+    ) -> None:
+        worker = self.serving
+        assert worker is not None, "orders go to the reference worker kept to serve them"
+        try:
+            write_frame(worker.handle.command_fd, protocol.frame(order), tensors)
+        except (BrokenPipeError, ConnectionResetError) as err:
+            raise _lost(worker, "reference", err) from err
+        except OSError as err:
+            raise _failed(worker, where, err) from err
+
+    def _answer(
+        self, answer_to: str | None, where: str, deadline: float
+    ) -> tuple[protocol.Event, list[torch.Tensor]]:
+        """The serving worker's answer to the last order; results sent whole before it, stored."""
         worker = self.serving
         assert worker is not None, "orders go to the reference worker kept to serve them"
         feed = self.feed
         try:
-            write_frame(worker.handle.command_fd, protocol.frame(order), tensors)
-            deadline = time.monotonic() + limit_s
             event, answer = worker.read_event(deadline)
             while (
                 answer_to is not None
@@ -1596,8 +1685,10 @@ class _CandidateSession:
             return None
         self._expect(event, protocol.Checked, "'checked'")
         # The reference worker's work ends before the GPU is held alone to time (its last
-        # results, the sampled calls', are checked once the timing is over).
+        # results, the sampled calls', are checked once the timing is over): nothing of it
+        # may run beside the timed calls, a trial ordered ahead and never needed included.
         self.ev._drain()
+        self.ev._drop_ahead(f"the reference worker of task '{self.ev.task.task_id}'")
         self.phase("correctness")
         names = self.ev._to_time(self.results)
         if names and self.ev.time_alone(self.worker):
