@@ -137,7 +137,7 @@ class _Mapping:
     """Shared memory mapped into this process, readable and writable from `ordinal`."""
 
     def __init__(self, driver: ctypes.CDLL, handle: int, size: int, ordinal: int) -> None:
-        self.driver, self.size, self.ordinal = driver, size, ordinal
+        self.size, self.ordinal = size, ordinal
         address = ctypes.c_uint64()
         reserved = driver.cuMemAddressReserve(
             ctypes.byref(address),
@@ -173,6 +173,8 @@ class _Mapping:
 
     def close(self) -> None:
         with _current(self.ordinal) as driver:
+            # Nothing of this process's may still be reading it (a kernel queued on a stream).
+            _check(driver, driver.cuCtxSynchronize(), "cuCtxSynchronize")
             driver.cuMemUnmap(ctypes.c_uint64(self.address), ctypes.c_size_t(self.size))
             driver.cuMemAddressFree(ctypes.c_uint64(self.address), ctypes.c_size_t(self.size))
 
