@@ -37,6 +37,11 @@ def kind_of(device: str) -> str:
     return device.split(":")[0].replace("rocm", "cuda")
 
 
+def index_of(device: str) -> int:
+    """The index of a GPU device's name: `cuda:1` -> 1, `cuda` -> 0."""
+    return int(device.split(":")[1]) if ":" in device else 0
+
+
 @lru_cache(maxsize=1)
 def list_devices() -> tuple[DeviceInfo, ...]:
     """Every device here: the CPU, GPUs PyTorch sees, and the accelerator simulators."""

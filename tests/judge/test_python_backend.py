@@ -240,7 +240,7 @@ def test_a_streamed_trial_is_ordered_ahead_and_one_never_needed_is_read_and_drop
     # 1 is ordered when trial 0 comes. A wrong trial 0 ends the config's checks: trial 1 is
     # never asked for, and its answer is read and let go before the worker is let go.
     monkeypatch.setattr(settings, "REFERENCE_BYTES", 48 << 10)
-    monkeypatch.setattr(_Evaluation, "_may_order_ahead", lambda self, size, held: True)
+    monkeypatch.setattr(_Evaluation, "_may_order_ahead", lambda self, size, on_gpu: True)
     request = _sized_request(tmp_path / "judge", {"small": 1024, "big": 4096}, seed=52)
     if not right:
         wrong = tmp_path / "wrong"
@@ -253,10 +253,10 @@ def test_a_streamed_trial_is_ordered_ahead_and_one_never_needed_is_read_and_drop
     dropped: list[str] = []
     drop = _Evaluation._drop_ahead
 
-    def watched(self: _Evaluation, where: str) -> None:
+    def watched(self: _Evaluation) -> None:
         if self.ahead is not None:
             dropped.append(f"{self.ahead.order.config} {self.ahead.order.trial}")
-        drop(self, where)
+        drop(self)
 
     monkeypatch.setattr(_Evaluation, "_drop_ahead", watched)
     answered: list[str] = []

@@ -153,14 +153,21 @@ def encode_tensor(tensor: torch.Tensor | np.ndarray) -> tuple[dict[str, Any], me
         return meta, raw
     import torch
 
+    meta = _torch_meta(tensor)
     flat = to_host(tensor).contiguous()
-    dtype = str(flat.dtype).removeprefix("torch.")
-    if dtype not in DTYPES:
-        raise ProtocolError(f"dtype {dtype} cannot be sent")
     # A view of the tensor's own memory: frames of GPU-sized outputs are hundreds of MB, and
     # every copy on this path costs the judge seconds per trial.
     data = flat.reshape(-1).view(torch.uint8).numpy().data if flat.numel() else memoryview(b"")
-    return {"dtype": dtype, "shape": list(flat.shape), "nbytes": len(data)}, data
+    return meta, data
+
+
+def _torch_meta(tensor: torch.Tensor) -> dict[str, Any]:
+    """A PyTorch tensor's description on the channel; ProtocolError for a dtype it cannot carry."""
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    if dtype not in DTYPES:
+        raise ProtocolError(f"dtype {dtype} cannot be sent")
+    nbytes = tensor.numel() * tensor.element_size()
+    return {"dtype": dtype, "shape": list(tensor.shape), "nbytes": nbytes}
 
 
 def to_host(tensor: torch.Tensor) -> torch.Tensor:
@@ -180,15 +187,7 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
 
 def decode_tensor(meta: dict[str, Any], data: bytearray | memoryview) -> Any:
     """Rebuild a tensor (or a NumPy array, for an `array` description) from its bytes."""
-    dtype_name = meta.get("dtype")
-    shape = meta.get("shape")
-    if dtype_name not in DTYPES or not isinstance(shape, list):
-        raise ProtocolError(f"bad tensor description {meta!r}")
-    count = 1
-    for dim in shape:
-        if not isinstance(dim, int) or dim < 0:
-            raise ProtocolError(f"bad tensor shape {shape!r}")
-        count *= dim
+    dtype_name, shape, count = _described(meta)
     if meta.get("array") is True:
         return _decode_array(dtype_name, shape, count, data)
     import torch
@@ -200,6 +199,20 @@ def decode_tensor(meta: dict[str, Any], data: bytearray | memoryview) -> Any:
     if count == 0:
         return torch.empty(shape, dtype=dtype)
     return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def _described(meta: dict[str, Any]) -> tuple[str, list[int], int]:
+    """A tensor description's dtype, shape and element count, checked."""
+    dtype_name = meta.get("dtype")
+    shape = meta.get("shape")
+    if not isinstance(dtype_name, str) or dtype_name not in DTYPES or not isinstance(shape, list):
+        raise ProtocolError(f"bad tensor description {meta!r}")
+    count = 1
+    for dim in shape:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+            raise ProtocolError(f"bad tensor shape {shape!r}")
+        count *= dim
+    return dtype_name, shape, count
 
 
 def _decode_array(
@@ -240,27 +253,29 @@ def write_frame(
     metas: list[dict[str, Any]] = []
     on_device: list[tuple[int, int]] = []
     """Shared GPU memory's descriptors, and their tensors' bytes, in the frame's order."""
-    socket_fd = _is_socket(fd)
+    socket_fd: bool | None = None
+    """Whether `fd` is a socket: asked only where it matters (not of the timed calls' reports)."""
     try:
         for tensor in tensors or []:
-            staging = time.perf_counter()
-            shared_gpu = (
-                _shared_gpu(cast("torch.Tensor", tensor))
-                if share_device and socket_fd and _is_gpu(tensor)
-                else None
-            )
             data: memoryview | _GpuBytes
-            if shared_gpu is not None:
-                meta, memory = shared_gpu
-                on_device.append((memory, meta.pop("device_bytes")))
-                meta["device"] = True
-                data = memoryview(b"")
-            elif socket_fd and _is_gpu(tensor) and _nbytes(tensor) >= STAGED_CHUNK_BYTES:
-                gpu = _GpuBytes(cast("torch.Tensor", tensor))
-                meta, data = gpu.meta, gpu
-            else:
+            if not _is_gpu(tensor):
                 meta, data = encode_tensor(tensor)
-            if _is_gpu(tensor):
+            else:
+                staging = time.perf_counter()
+                if socket_fd is None:
+                    socket_fd = _is_socket(fd)
+                gpu = cast("torch.Tensor", tensor)
+                shared_gpu = _shared_gpu(gpu) if share_device and socket_fd else None
+                if shared_gpu is not None:
+                    meta, memory = shared_gpu
+                    on_device.append((memory, meta["nbytes"]))
+                    meta.update(nbytes=0, device=True)  # none of its bytes cross the host
+                    data = memoryview(b"")
+                elif socket_fd and gpu.nbytes >= STAGED_CHUNK_BYTES:
+                    chunked = _GpuBytes(gpu)
+                    meta, data = chunked.meta, chunked
+                else:
+                    meta, data = encode_tensor(gpu)
                 _add(laps, "stage", staging)
             metas.append(meta)
             blobs.append(data)
@@ -282,10 +297,6 @@ def _is_gpu(tensor: object) -> bool:
     return getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu"
 
 
-def _nbytes(tensor: torch.Tensor | np.ndarray) -> int:
-    return int(tensor.nbytes)
-
-
 class _GpuBytes:
     """A GPU tensor's bytes, copied to the host a chunk at a time as its memory files are filled.
 
@@ -301,11 +312,8 @@ class _GpuBytes:
     def __init__(self, tensor: torch.Tensor) -> None:
         import torch
 
+        self.meta = _torch_meta(tensor)
         flat = tensor.detach().contiguous().reshape(-1)
-        dtype = str(flat.dtype).removeprefix("torch.")
-        if dtype not in DTYPES:
-            raise ProtocolError(f"dtype {dtype} cannot be sent")
-        self.meta = {"dtype": dtype, "shape": list(tensor.shape), "nbytes": tensor.nbytes}
         self.tensor = tensor
         self.bytes = flat.view(torch.uint8)
         # The copies run on other streams: whatever made the tensor, on any stream, comes first.
@@ -348,21 +356,15 @@ def _shared_gpu(tensor: torch.Tensor) -> tuple[dict[str, Any], int] | None:
     """
     from gauntlet.judge import cuda_share
 
-    nbytes = tensor.numel() * tensor.element_size()
-    dtype = str(tensor.dtype).removeprefix("torch.")
-    if tensor.device.type != "cuda" or nbytes < DEVICE_SHARE_MIN_BYTES or dtype not in DTYPES:
+    meta = _torch_meta(tensor)
+    if tensor.device.type != "cuda" or meta["nbytes"] < DEVICE_SHARE_MIN_BYTES:
         return None
     try:
         memory = cuda_share.export(tensor)
     except cuda_share.Unavailable as err:
         _warn_unshared(str(err))
         return None
-    return {
-        "dtype": dtype,
-        "shape": list(tensor.shape),
-        "nbytes": 0,
-        "device_bytes": nbytes,
-    }, memory
+    return meta, memory
 
 
 @functools.cache
@@ -380,7 +382,7 @@ def _write_host_bytes(
     metas: list[dict[str, Any]],
     blobs: list[memoryview | _GpuBytes],
     laps: dict[str, float],
-    socket_fd: bool,
+    socket_fd: bool | None,
 ) -> FramePath:
     """The frame's header and host bytes: inline, in a memory file, or in parts.
 
@@ -388,7 +390,8 @@ def _write_host_bytes(
     step; inline, staged whole first (`stage`).
     """
     total = sum(len(b) for b in blobs)
-    part_bytes = _part_bytes(total) if total >= SHARED_MIN_BYTES and socket_fd else None
+    big = total >= SHARED_MIN_BYTES
+    part_bytes = _part_bytes(total) if big and (socket_fd or _is_socket(fd)) else None
     parts = _Parts(blobs, total, part_bytes) if part_bytes is not None else None
     first = -1
     if parts is not None:
@@ -413,7 +416,7 @@ def _write_host_bytes(
             parts.close()
         staging = time.perf_counter()
         inline = [b.host() if isinstance(b, _GpuBytes) else b for b in blobs]
-        if len(inline) != sum(isinstance(b, memoryview) for b in blobs):
+        if any(isinstance(b, _GpuBytes) for b in blobs):
             _add(laps, "stage", staging)
         _write_all(fd, message)
         for blob in inline:
@@ -826,14 +829,7 @@ def _device_bytes(meta: dict[str, Any]) -> int:
     """The bytes of a tensor in shared GPU memory, from its checked dtype and shape."""
     import torch
 
-    dtype, shape = meta.get("dtype"), meta.get("shape")
-    if dtype not in DTYPES or not isinstance(shape, list):
-        raise ProtocolError(f"bad tensor description {meta!r}")
-    count = 1
-    for dim in shape:
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
-            raise ProtocolError(f"bad tensor shape {shape!r}")
-        count *= dim
+    dtype, _, count = _described(meta)
     if count == 0:
         raise ProtocolError("an empty tensor in GPU memory")
     return int(count * getattr(torch, dtype).itemsize)

@@ -454,7 +454,18 @@ class Idle(_Frame):
     """Seconds the reset took (in the background of the judgment, `python_backend._reset`)."""
 
 
-class ReferenceSample(_Frame):
+class _ReferenceResult(_Frame):
+    """What the reference worker says of any result's making (tensors follow)."""
+
+    compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
+    began_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    """For a streamed result: when the worker took up the judge's order (`time.monotonic`,
+    one clock for every process of the host), so the judge tells its wait for a busy worker
+    (`reference.streamed.queue`) from the computing and the sending."""
+
+
+class ReferenceSample(_ReferenceResult):
     """The float64 reference of a sampled timed call (tensors follow)."""
 
     event: Literal["sample"]
@@ -464,15 +475,9 @@ class ReferenceSample(_Frame):
     """The baseline's error on the elements sent (all of them, or those `elements` chose)."""
     shapes: Annotated[list[Shape], Field(max_length=MAX_ITEMS)]
     """The reference outputs' shapes (the tensors may be their gathered elements)."""
-    compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
-    """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
-    began_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
-    """For a streamed result: when the worker took up the judge's order (`time.monotonic`,
-    one clock for every process of the host), so the judge tells its wait for a busy worker
-    (`reference.streamed.queue`) from the computing and the sending."""
 
 
-class ReferenceTrial(_Frame):
+class ReferenceTrial(_ReferenceResult):
     """The reference of one trial: expected types, float64 outputs and gradients (tensors)."""
 
     event: Literal["reference_trial"]
@@ -483,12 +488,6 @@ class ReferenceTrial(_Frame):
     baseline_grad_rel_l2: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
     baseline_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
     baseline_grad_max_abs: Annotated[list[Number], Field(max_length=MAX_ITEMS)]
-    compute_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
-    """Seconds the worker took to compute it, before sending (`reference.streamed.compute`)."""
-    began_at: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
-    """For a streamed result: when the worker took up the judge's order (`time.monotonic`,
-    one clock for every process of the host), so the judge tells its wait for a busy worker
-    (`reference.streamed.queue`) from the computing and the sending."""
 
 
 class ReferenceStreamed(_Frame):

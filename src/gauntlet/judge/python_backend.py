@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from gauntlet import confine, memcg, process, settings
+from gauntlet import confine, devices, memcg, process, settings
 from gauntlet.errors import JudgeError, WorkerLost
 from gauntlet.judge import (
     attribution,
@@ -812,7 +812,7 @@ class _Evaluation:
                 if self.request.device.startswith("cuda"):
                     # Its streamed results may come in GPU memory (`cuda_share`), mapped where
                     # they are compared: never a candidate's reader.
-                    reference.handle.reader.device = _ordinal(self.request.device)
+                    reference.handle.reader.device = devices.index_of(self.request.device)
             candidate = self._worker("candidate", self._request("candidate", self.states))
         except OSError as err:
             if reference is not None:
@@ -875,7 +875,7 @@ class _Evaluation:
                     )
                     evaluation.environment["references_ordered_ahead"] = str(self.ordered_ahead)
                 if self.serving is not None:
-                    self._drop_ahead(f"the reference worker of task '{self.task.task_id}'")
+                    self._drop_ahead()
                     self._let_go(self.serving)
                     self.serving = None
             evaluation.phases_s = {**phases, **evaluation.phases_s}
@@ -1023,8 +1023,7 @@ class _Evaluation:
         except ChannelClosed as err:
             raise _lost(worker, "reference", err) from err
         except (ChannelTimeout, ProtocolError, protocol.BadFrame) as err:
-            where = f"the reference worker of task '{self.task.task_id}'"
-            raise _failed(worker, where, err) from err
+            raise _failed(worker, self.serving_where, err) from err
         self._store(feed, event, tensors)
 
     def _store(
@@ -1036,7 +1035,7 @@ class _Evaluation:
         if isinstance(event, protocol.Done):
             if wanted:
                 raise JudgeError(
-                    f"the reference worker of task '{self.task.task_id}' ended without "
+                    f"{self.serving_where} ended without "
                     f"{len(wanted)} of the results asked for, e.g. {sorted(wanted)[0]}"
                 )
             feed.steps = _phases(event.phases)
@@ -1065,8 +1064,7 @@ class _Evaluation:
             key = (event.config, "trial", event.trial)
         if key is None or key not in wanted:
             raise JudgeError(
-                f"the reference worker of task '{self.task.task_id}' sent an unexpected "
-                f"'{event.event}' frame {key or ''}"
+                f"{self.serving_where} sent an unexpected '{event.event}' frame {key or ''}"
             )
         wanted.discard(key)
         state = next(s for s in self.states if s.config.name == key[0])
@@ -1114,7 +1112,7 @@ class _Evaluation:
         )
         if state is None or not keys <= wanted:
             raise JudgeError(
-                f"the reference worker of task '{self.task.task_id}' streamed config "
+                f"{self.serving_where} streamed config "
                 f"{event.config!r}, which it was not asked for or already sent results of"
             )
         if max(event.trial_bytes, event.output_bytes) > limit_bytes:
@@ -1155,7 +1153,7 @@ class _Evaluation:
         name = state.config.name
         order = protocol.ReferenceOrder(command="reference", config=name, **{field: index})
         asking = time.monotonic()
-        where = f"the reference worker of task '{self.task.task_id}'"
+        where = self.serving_where
         # As long as the candidate's worker may take for a trial, and the start-up's again
         # for a slow float64 one on the host. Asked at once: the worker answers between the
         # results it sends whole, which are stored as they come meanwhile.
@@ -1174,15 +1172,14 @@ class _Evaluation:
         self.streamed_compute_s += min(event.compute_s, waited)
         # Before the worker took the order up it was busy (a result it sends whole).
         self.streamed_queue_s += min(max(0.0, event.began_at - asking), waited)
+        on_gpu = any(t.device.type == "cuda" for t in tensors)
         self.streamed_results += 1
-        self.streamed_on_gpu += any(t.device.type == "cuda" for t in tensors)
+        self.streamed_on_gpu += on_gpu
         if kind is protocol.ReferenceTrial and index + 1 < len(state.trials):
-            self._order_ahead(state, index + 1, tensors, where)
+            self._order_ahead(state, index + 1, on_gpu)
         return event, tensors
 
-    def _order_ahead(
-        self, state: _ConfigState, trial: int, held: list[torch.Tensor], where: str
-    ) -> None:
+    def _order_ahead(self, state: _ConfigState, trial: int, on_gpu: bool) -> None:
         """Order a streamed config's next trial now, to be computed while this one is compared.
 
         Only where its results come in GPU memory and the GPU has room for the worker's
@@ -1190,28 +1187,33 @@ class _Evaluation:
         sized for one streamed trial at a time.
         """
         assert state.streamed is not None, "only a streamed config's results are ordered"
-        if not self._may_order_ahead(state.streamed.trial_bytes, held):
+        if not self._may_order_ahead(state.streamed.trial_bytes, on_gpu):
             return
         order = protocol.ReferenceOrder(command="reference", config=state.config.name, trial=trial)
-        self._order(order, [], where)
+        self._order(order, [], self.serving_where)
         self.ahead = _Ahead(order)
         self.ordered_ahead += 1
 
-    def _may_order_ahead(self, trial_bytes: int, held: list[torch.Tensor]) -> bool:
+    def _may_order_ahead(self, trial_bytes: int, on_gpu: bool) -> bool:
         """Whether the results come in GPU memory, and the GPU has room for one more trial's."""
         import torch
 
-        if not held or not all(t.device.type == "cuda" for t in held):
+        if not on_gpu:
             return False
         free, _ = torch.cuda.mem_get_info(torch.device(_compare_device(self.request.device)))
         return free >= AHEAD_ROOM * trial_bytes
 
-    def _drop_ahead(self, where: str) -> None:
+    def _drop_ahead(self) -> None:
         """Read and let go of a result ordered ahead and not needed after all."""
         ahead, self.ahead = self.ahead, None
         if ahead is not None and ahead.answer is None:
             limit_s = STARTUP_S + self.task.spec.timeout_s
-            self._answer(ahead.order.config, where, time.monotonic() + limit_s)
+            self._answer(ahead.order.config, self.serving_where, time.monotonic() + limit_s)
+
+    @property
+    def serving_where(self) -> str:
+        """The reference worker, as errors name it."""
+        return f"the reference worker of task '{self.task.task_id}'"
 
     def _collect_candidate(self, worker: _Worker) -> Evaluation:
         session = _CandidateSession(self, worker)
@@ -1253,7 +1255,7 @@ class _Evaluation:
         """
         if answer_to is None:
             self._drain()  # its answer comes after the results it sends first
-        self._drop_ahead(where)
+        self._drop_ahead()
         self._order(order, tensors, where)
         return self._answer(answer_to, where, time.monotonic() + limit_s)
 
@@ -1688,7 +1690,7 @@ class _CandidateSession:
         # results, the sampled calls', are checked once the timing is over): nothing of it
         # may run beside the timed calls, a trial ordered ahead and never needed included.
         self.ev._drain()
-        self.ev._drop_ahead(f"the reference worker of task '{self.ev.task.task_id}'")
+        self.ev._drop_ahead()
         self.phase("correctness")
         names = self.ev._to_time(self.results)
         if names and self.ev.time_alone(self.worker):
@@ -1906,16 +1908,11 @@ def _compare_device(device: str) -> str:
     return device if device.startswith("cuda") else "cpu"
 
 
-def _ordinal(device: str) -> int:
-    """The index of a GPU device's name (`cuda:1` is 1, `cuda` 0)."""
-    return int(device.split(":")[1]) if ":" in device else 0
-
-
 def _device_bytes(device: str) -> int:
     """The GPU's total memory (the orchestrator compares outputs on it, so CUDA is up anyway)."""
     import torch
 
-    return int(torch.cuda.get_device_properties(_ordinal(device)).total_memory)
+    return int(torch.cuda.get_device_properties(devices.index_of(device)).total_memory)
 
 
 def _sol_us(task: Task, config: Config, device: str) -> float | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gauntlet import expr, process, settings
+from gauntlet import devices, expr, process, settings
 from gauntlet.errors import JudgeError
 from gauntlet.task import Config, Task
 
@@ -72,7 +72,7 @@ def device_peaks(device: str, timeout_s: float = 300) -> DevicePeaks:
             return DevicePeaks.model_validate_json(path.read_text())
         except ValidationError:
             logger.warning("ignoring an unreadable peaks cache %s", path)
-    index = device.split(":")[1] if ":" in device else "0"
+    index = str(devices.index_of(device))
     finished = process.run(
         [sys.executable, "-m", "gauntlet.judge.roofline", index], timeout_s=timeout_s
     )

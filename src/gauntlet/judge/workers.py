@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gauntlet import confine, process, settings
+from gauntlet import confine, devices, process, settings
 from gauntlet.judge.channel import FrameReader, write_frame
 from gauntlet.zygote import Zygote, ZygoteError
 
@@ -72,7 +72,7 @@ def worker_env(tmp: Path, device: str = "cpu", *, private_cache: bool = False) -
     """
     env = {k: os.environ[k] for k in settings.WORKER_ENV_KEEP if k in os.environ}
     if device.startswith(("cuda:", "rocm:")):
-        index = int(device.split(":")[1])
+        index = devices.index_of(device)
         visible = env.get("CUDA_VISIBLE_DEVICES")
         env["CUDA_VISIBLE_DEVICES"] = visible.split(",")[index] if visible else str(index)
     env.update(
